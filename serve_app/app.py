@@ -1,0 +1,21 @@
+"""The application builders: ``build_app`` is what ``serve_config.yaml``'s ``import_path`` names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.serve import Application
+
+from serve_app.config import AppConfig
+from serve_app.deployments import EngineFactory, TranslatorDeployment
+from serve_app.engine import VLLMEngine
+
+
+def build_app(args: dict[str, Any]) -> Application:
+    """Validates the YAML ``args`` once and binds the translator deployment to them."""
+    return make_app(AppConfig.model_validate(args or {}))
+
+
+def make_app(config: AppConfig, engine_cls: EngineFactory = VLLMEngine) -> Application:
+    """The application for a validated config; tests pass another ``engine_cls``."""
+    return TranslatorDeployment.bind(config, engine_cls=engine_cls)  # type: ignore[attr-defined]

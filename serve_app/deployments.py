@@ -1,0 +1,53 @@
+"""The Ray Serve deployment: one translator replica, one GPU, one vLLM engine.
+
+Ray's HTTP proxy routes each request straight to a replica, whose FastAPI app (built at
+replica start, over the replica's own service) calls the engine from its event loop. The
+engine is injected (``engine_cls``) so tests can swap it. Replica options (GPUs, autoscaling,
+queue limits, health checks) come from ``serve_config.yaml``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from fastapi import FastAPI
+from ray import serve
+
+from serve_app.config import AppConfig, EngineConfig
+from serve_app.engine import TranslationEngine, VLLMEngine
+from serve_app.ingress import create_app
+from serve_app.service import TranslationService
+
+logger = logging.getLogger("serve_app")
+
+EngineFactory = Callable[[EngineConfig], TranslationEngine]
+
+
+@serve.deployment(name="Translator")
+@serve.ingress()
+class TranslatorDeployment:
+    # Ray Serve awaits an async constructor.
+    async def __init__(  # type: ignore[misc]
+        self, config: AppConfig, engine_cls: EngineFactory = VLLMEngine
+    ) -> None:
+        self.service = TranslationService(config, engine_cls(config.engine))
+        try:
+            await self.service.start()
+        except BaseException:
+            self.service.shutdown()
+            raise
+        logger.info("translator replica ready (model %s)", config.served_model_name)
+
+    def __serve_build_asgi_app__(self) -> FastAPI:
+        replica = serve.get_replica_context().replica_id.unique_id
+        return create_app(self.service, replica_id=replica)
+
+    async def check_health(self) -> None:
+        """Raising here makes Ray Serve mark the replica unhealthy and replace it."""
+        await self.service.check_health()
+
+    def __del__(self) -> None:
+        service = getattr(self, "service", None)
+        if service is not None:
+            service.shutdown()

@@ -1,0 +1,141 @@
+"""Prompt families: how each translation model wants to be asked.
+
+A family turns (source, target, text) into a ``ChatPrompt`` (rendered through the model's own
+chat template) or a ``RawPrompt`` (sent as is), and states the languages it knows and the
+sampling its model card recommends. Templates follow the model cards:
+
+- ``hy_mt`` (tencent/HY-MT1.5-1.8B, -7B) and ``hunyuan_mt`` (tencent/Hunyuan-MT-7B): an English
+  instruction, or a Chinese one when Chinese is on either side, in one user turn.
+- ``seed_x`` (ByteDance-Seed/Seed-X-PPO-7B, -Instruct): a raw prompt ending in the ``<xx>`` tag
+  of the target language; no chat template.
+- ``translategemma`` (google/translategemma-*): Gemma turns around the card's translator prompt.
+- ``chat``: any chat model (Qwen3, Llama...) through its chat template, thinking disabled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from serve_app.config import PromptConfig, SamplingConfig
+from serve_app.languages import ALL_LANGUAGES, Language
+
+
+@dataclass(frozen=True)
+class ChatPrompt:
+    messages: list[dict[str, Any]]
+    template_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RawPrompt:
+    text: str
+    add_special_tokens: bool = True
+
+
+Prompt = ChatPrompt | RawPrompt
+
+
+class PromptFamily(Protocol):
+    languages: tuple[str, ...]
+    sampling: SamplingConfig
+
+    def build(self, source: Language, target: Language, text: str) -> Prompt: ...
+
+
+_HY_MT_LANGUAGES = (
+    "zh", "en", "fr", "pt", "es", "ja", "tr", "ru", "ar", "ko", "th", "it", "de", "vi", "ms",
+    "id", "tl", "hi", "zh-Hant", "pl", "cs", "nl", "km", "my", "fa", "gu", "ur", "te", "mr",
+    "he", "bn", "ta", "uk", "bo", "kk", "mn", "ug", "yue",
+)  # fmt: skip
+_SEED_X_LANGUAGES = (
+    "ar", "cs", "da", "de", "en", "es", "fi", "fr", "hr", "hu", "id", "it", "ja", "ko", "ms",
+    "nb", "nl", "no", "pl", "pt", "ro", "ru", "sv", "th", "tr", "uk", "vi", "zh",
+)  # fmt: skip
+_CHINESE = frozenset({"zh", "zh-Hant", "yue"})
+
+
+class HyMtPrompts:
+    """HY-MT1.5 / Hunyuan-MT: the model cards' ZH<=>XX and XX<=>XX prompts."""
+
+    languages: tuple[str, ...] = _HY_MT_LANGUAGES
+    # The model cards' recommended decoding.
+    sampling = SamplingConfig(temperature=0.7, top_p=0.6, top_k=20, repetition_penalty=1.05)
+    english = "Translate the following segment into {target}, without additional explanation."
+
+    def __init__(self, chinese: str) -> None:
+        self.chinese = chinese
+
+    def build(self, source: Language, target: Language, text: str) -> Prompt:
+        if source.code in _CHINESE or target.code in _CHINESE:
+            instruction = self.chinese.format(target=target.zh_name)
+        else:
+            instruction = self.english.format(target=target.name)
+        return ChatPrompt([{"role": "user", "content": f"{instruction}\n\n{text}"}])
+
+
+class SeedXPrompts:
+    languages: tuple[str, ...] = _SEED_X_LANGUAGES
+    sampling = SamplingConfig(temperature=0.0)
+
+    def build(self, source: Language, target: Language, text: str) -> Prompt:
+        return RawPrompt(
+            f"Translate the following {source.name} sentence into {target.name}:\n"
+            f"{text} <{target.code}>"
+        )
+
+
+class TranslateGemmaPrompts:
+    languages: tuple[str, ...] = tuple(c for c in ALL_LANGUAGES if c not in {"bo", "ug", "yue"})
+    sampling = SamplingConfig(temperature=0.0)
+
+    def build(self, source: Language, target: Language, text: str) -> Prompt:
+        s, t = source, target
+        body = (
+            f"You are a professional {s.name} ({s.code}) to {t.name} ({t.code}) translator. "
+            f"Your goal is to accurately convey the meaning and nuances of the original "
+            f"{s.name} text while adhering to {t.name} grammar, vocabulary, and cultural "
+            f"sensitivities.\nProduce only the {t.name} translation, without any additional "
+            f"explanations or commentary. Please translate the following {s.name} text into "
+            f"{t.name}:\n\n\n{text}"
+        )
+        # The tokenizer adds <bos>; the turns are Gemma 3's.
+        return RawPrompt(f"<start_of_turn>user\n{body}<end_of_turn>\n<start_of_turn>model\n")
+
+
+class ChatPrompts:
+    languages: tuple[str, ...] = tuple(ALL_LANGUAGES)
+    sampling = SamplingConfig(temperature=0.0)
+
+    def __init__(self, system_prompt: str | None, template_kwargs: dict[str, Any]) -> None:
+        self.system_prompt = system_prompt
+        self.template_kwargs = template_kwargs
+
+    def build(self, source: Language, target: Language, text: str) -> Prompt:
+        instruction = (
+            f"Translate the following text from {source.name} to {target.name}. "
+            "Reply with the translation only, without explanations."
+        )
+        messages: list[dict[str, Any]] = []
+        if self.system_prompt:
+            messages.append({"role": "system", "content": self.system_prompt})
+        messages.append({"role": "user", "content": f"{instruction}\n\n{text}"})
+        return ChatPrompt(messages, dict(self.template_kwargs))
+
+
+def make_prompt_family(config: PromptConfig) -> PromptFamily:
+    if config.family == "hy_mt":
+        return HyMtPrompts("将以下文本翻译为{target}，注意只需要输出翻译后的结果，不要额外解释：")
+    if config.family == "hunyuan_mt":
+        return HyMtPrompts("把下面的文本翻译成{target}，不要额外解释。")
+    if config.family == "seed_x":
+        return SeedXPrompts()
+    if config.family == "translategemma":
+        return TranslateGemmaPrompts()
+    return ChatPrompts(config.system_prompt, config.chat_template_kwargs)
+
+
+def effective_sampling(family: PromptFamily, override: SamplingConfig) -> SamplingConfig:
+    """The family's recommended sampling with the configured values laid over it."""
+    merged = family.sampling.model_dump() | override.model_dump(exclude_none=True)
+    return SamplingConfig(**merged)

@@ -1,0 +1,68 @@
+"""A deterministic fake engine for unit tests of the service and the API (no vLLM)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from serve_app.config import EngineConfig
+from serve_app.engine import Generation, GenerationRequest
+from serve_app.prompts import ChatPrompt, Prompt
+
+
+class FakeEngine:
+    """Token ids are the prompt's characters; the "translation" is the prompt text back.
+
+    ``hold`` (an Event) keeps generations pending until set, so tests control timing
+    without sleeping. Cancelled request ids are recorded.
+    """
+
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        self.config = config
+        self.started = False
+        self.shut_down = False
+        self.healthy = True
+        self.hold: asyncio.Event | None = None
+        self.fail_with: BaseException | None = None
+        self.active: set[str] = set()
+        self.cancelled: list[str] = []
+        self.requests: list[GenerationRequest] = []
+
+    async def start(self) -> None:
+        self.started = True
+
+    def encode(self, prompt: Prompt) -> list[int]:
+        if isinstance(prompt, ChatPrompt):
+            text = "\n".join(m["content"] for m in prompt.messages)
+        else:
+            text = prompt.text
+        return [ord(c) for c in text]
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
+        self.requests.append(request)
+        self.active.add(request_id)
+        try:
+            if self.hold is not None:
+                await self.hold.wait()
+            if self.fail_with is not None:
+                raise self.fail_with
+            text = "".join(chr(i) for i in request.prompt_token_ids)
+            out = min(3, request.max_tokens)
+            return Generation(text, len(request.prompt_token_ids), out, "stop")
+        except asyncio.CancelledError:
+            self.cancelled.append(request_id)
+            raise
+        finally:
+            self.active.discard(request_id)
+
+    async def check_health(self) -> None:
+        if not self.healthy:
+            raise RuntimeError("engine dead")
+
+    def num_unfinished_requests(self) -> int:
+        return len(self.active)
+
+    def shutdown(self) -> None:
+        self.shut_down = True
