@@ -1,0 +1,102 @@
+"""Starts the app the way users do: `serve run` of the CPU config (tiny model swapped in)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from serve_app.launcher import derive_config
+from tests.conftest import ROOT
+
+START_TIMEOUT_S = 420
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve_bin() -> str:
+    return str(Path(sys.executable).parent / "serve")
+
+
+def _replicas_answering(url: str, probes: int = 8) -> set[str]:
+    """Replica ids seen on /readyz through the proxy (it routes only to running replicas)."""
+    seen = set()
+    for _ in range(probes):
+        try:
+            r = httpx.get(f"{url}/readyz", timeout=5)
+        except httpx.HTTPError:
+            continue
+        if r.status_code == 200:
+            seen.add(r.headers.get("x-replica", ""))
+    return seen
+
+
+def _wait_ready(proc: subprocess.Popen, url: str, replicas: int) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"serve run exited early with code {proc.returncode}")
+        if len(_replicas_answering(url)) >= replicas:
+            return
+        time.sleep(1)
+    raise RuntimeError(f"{replicas} replicas were not ready within {START_TIMEOUT_S}s")
+
+
+def _stop(proc: subprocess.Popen, env: dict[str, str]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    ray_bin = str(Path(sys.executable).parent / "ray")
+    subprocess.run([ray_bin, "stop", "--force"], capture_output=True, env=env, timeout=120)
+
+
+@pytest.fixture(scope="session")
+def served(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of a running service: 2 CPU replicas of the tiny model behind Ray's proxy."""
+    port = free_port()
+    config = derive_config(
+        ROOT / "serve_config.cpu.yaml",
+        top={"http_options": {"port": port}},
+        args={
+            "engine": {"model": str(tiny_model_dir), "max_model_len": 2048},
+            "prompt": {"family": "chat"},
+            "limits": {"max_input_tokens": 512, "max_batch_items": 8},
+        },
+        runtime_env={"env_vars": {"VLLM_CPU_KVCACHE_SPACE": "1"}},
+        deployment={"num_replicas": 2, "max_ongoing_requests": 16, "max_queued_requests": 32},
+    )
+    workdir = tmp_path_factory.mktemp("serve")
+    path = workdir / "serve_config.e2e.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    log = (workdir / "serve.log").open("w")
+    proc = subprocess.Popen(
+        [_serve_bin(), "run", str(path)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(proc, url, replicas=2)
+        yield url
+    except RuntimeError:
+        log.flush()
+        print((workdir / "serve.log").read_text()[-20000:])
+        raise
+    finally:
+        _stop(proc, env)
+        log.close()

