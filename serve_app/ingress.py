@@ -20,6 +20,7 @@ from serve_app.schemas import (
     BatchTranslateResponse,
     HealthResponse,
     LanguagesResponse,
+    ReadinessResponse,
     TranslateRequest,
     TranslateResponse,
 )
@@ -112,9 +113,9 @@ def create_app(service: TranslationService, replica_id: str | None = None) -> Fa
         """Liveness: the replica's process answers."""
         return HealthResponse(status="ok")
 
-    @app.get("/readyz", response_model=HealthResponse, responses={503: _ERROR})
-    async def readyz() -> HealthResponse:
-        """Readiness: the engine is started and healthy."""
+    @app.get("/readyz", response_model=ReadinessResponse, responses={503: _ERROR})
+    async def readyz() -> ReadinessResponse:
+        """Readiness: the engine is started and healthy; with this replica's load."""
         try:
             if not service.ready:
                 raise EngineUnavailable("The engine is not ready yet.", retry_after_s=5)
@@ -123,6 +124,10 @@ def create_app(service: TranslationService, replica_id: str | None = None) -> Fa
             raise
         except Exception as exc:
             raise EngineUnavailable("The engine is not healthy.", retry_after_s=5) from exc
-        return HealthResponse(status="ready")
+        return ReadinessResponse(
+            status="ready",
+            in_flight=service.in_flight,
+            engine_requests=service.engine.num_unfinished_requests(),
+        )
 
     return app

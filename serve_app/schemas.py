@@ -83,3 +83,8 @@ class LanguagesResponse(BaseModel):
 
 class HealthResponse(BaseModel):
     status: str
+
+
+class ReadinessResponse(HealthResponse):
+    in_flight: int = Field(..., description="Engine requests this replica has admitted.")
+    engine_requests: int = Field(..., description="Requests inside the engine (run + wait).")

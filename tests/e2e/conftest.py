@@ -79,7 +79,8 @@ def served(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> It
             "limits": {"max_input_tokens": 512, "max_batch_items": 8},
         },
         runtime_env={"env_vars": {"VLLM_CPU_KVCACHE_SPACE": "1"}},
-        deployment={"num_replicas": 2, "max_ongoing_requests": 16, "max_queued_requests": 32},
+        # Room for the 20 requests of the disconnect test on one replica plus the probes.
+        deployment={"num_replicas": 2, "max_ongoing_requests": 24, "max_queued_requests": 32},
     )
     workdir = tmp_path_factory.mktemp("serve")
     path = workdir / "serve_config.e2e.yaml"

@@ -145,7 +145,11 @@ async def test_health_and_readiness(
     client: httpx.AsyncClient, service: TranslationService, engine: FakeEngine
 ) -> None:
     assert (await client.get("/healthz")).json() == {"status": "ok"}
-    assert (await client.get("/readyz")).json() == {"status": "ready"}
+    assert (await client.get("/readyz")).json() == {
+        "status": "ready",
+        "in_flight": 0,
+        "engine_requests": 0,
+    }
     engine.healthy = False
     r = await client.get("/readyz")
     assert r.status_code == 503
