@@ -142,6 +142,11 @@ def test_overload_is_refused_fast_and_counts_add_up(served: str) -> None:
 
 
 async def _engine_requests_by_replica(client: httpx.AsyncClient, url: str) -> dict[str, int]:
+    """Engine requests per replica, as /readyz reports them through the proxy.
+
+    The proxy sends probes to the less-loaded replica, so a busy replica may go unseen while
+    the other is idle; callers keep probing until they have seen what they need.
+    """
     seen: dict[str, int] = {}
     for _ in range(10):
         r = await client.get(f"{url}/readyz")
@@ -157,21 +162,22 @@ async def _disconnect_scenario(url: str) -> tuple[int, dict[str, int]]:
             tasks = [asyncio.create_task(client.post(f"{url}/translate", json=b)) for b in bodies]
             busy = 0
             async with asyncio.timeout(60):
-                while busy < 20:
-                    busy = sum((await _engine_requests_by_replica(probe, url)).values())
-                    await asyncio.sleep(0.2)
+                while busy < 8:
+                    busy = max(busy, *(await _engine_requests_by_replica(probe, url)).values())
+            assert not any(t.done() for t in tasks)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         # The connections are closed: Ray's proxy cancels the requests, vLLM aborts them.
+        idle: dict[str, int] = {}
         async with asyncio.timeout(10):
-            while any((left := await _engine_requests_by_replica(probe, url)).values()):
-                await asyncio.sleep(0.2)
-    return busy, left
+            while len(idle) < 2 or any(idle.values()):
+                idle.update(await _engine_requests_by_replica(probe, url))
+    return busy, idle
 
 
 def test_client_disconnect_aborts_engine_requests(served: str) -> None:
-    busy, left = asyncio.run(_disconnect_scenario(served))
-    assert busy == 20
-    assert set(left.values()) == {0}
-    assert len(left) == 2
+    busy, idle = asyncio.run(_disconnect_scenario(served))
+    assert busy >= 8
+    assert idle
+    assert set(idle.values()) == {0}
