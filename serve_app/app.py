@@ -9,11 +9,17 @@ from ray.serve import Application
 from serve_app.config import AppConfig
 from serve_app.deployments import EngineFactory, TranslatorDeployment
 from serve_app.engine import VLLMEngine
+from serve_app.service import language_registry
 
 
 def build_app(args: dict[str, Any]) -> Application:
-    """Validates the YAML ``args`` once and binds the translator deployment to them."""
-    return make_app(AppConfig.model_validate(args or {}))
+    """Validates the YAML ``args`` once and binds the translator deployment to them.
+
+    Invalid args fail here, when ``serve run`` builds the app, not in every replica.
+    """
+    config = AppConfig.model_validate(args or {})
+    language_registry(config)
+    return make_app(config)
 
 
 def make_app(config: AppConfig, engine_cls: EngineFactory = VLLMEngine) -> Application:

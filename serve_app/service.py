@@ -53,6 +53,18 @@ class _Job:
     generation: GenerationRequest
 
 
+def language_registry(config: AppConfig) -> LanguageRegistry:
+    """The languages and pairs offered; ValueError if the config names unknown ones."""
+    family = make_prompt_family(config.prompt)
+    codes = config.supported_languages or list(family.languages)
+    unknown = sorted(set(codes) - set(family.languages))
+    if unknown:
+        raise ValueError(
+            f"supported_languages {unknown} are unknown to prompt family '{config.prompt.family}'"
+        )
+    return LanguageRegistry(codes, config.supported_language_pairs)
+
+
 class TranslationService:
     def __init__(self, config: AppConfig, engine: TranslationEngine) -> None:
         self.config = config
@@ -60,14 +72,7 @@ class TranslationService:
         self.engine = engine
         self.family = make_prompt_family(config.prompt)
         self.sampling = effective_sampling(self.family, config.prompt.sampling)
-        codes = config.supported_languages or list(self.family.languages)
-        unknown = sorted(set(codes) - set(self.family.languages))
-        if unknown:
-            raise ValueError(
-                f"supported_languages {unknown} are unknown to prompt family "
-                f"'{config.prompt.family}'"
-            )
-        self.languages = LanguageRegistry(codes, config.supported_language_pairs)
+        self.languages = language_registry(config)
         self.ready = False
         self.in_flight = 0
 

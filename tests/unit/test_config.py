@@ -89,3 +89,15 @@ def test_cpu_config_differs_only_in_resources_and_sizes() -> None:
 def test_limits_defaults_are_consistent() -> None:
     limits = LimitsConfig()
     assert limits.max_batch_items <= limits.max_engine_requests
+
+
+def test_builder_refuses_bad_args_before_any_replica_starts() -> None:
+    from serve_app.app import build_app
+
+    with pytest.raises(ValidationError):
+        build_app({"engine": {"modle": "x"}})
+    with pytest.raises(ValueError, match="yue"):
+        build_app({"prompt": {"family": "seed_x"}, "supported_languages": ["yue"]})
+    with pytest.raises(ValueError, match="src:tgt"):
+        build_app({"supported_language_pairs": ["en-de"]})
+    assert build_app({}) is not None
