@@ -161,7 +161,10 @@ class VLLMEngine:
         await self._llm.check_health()
 
     def num_unfinished_requests(self) -> int:
-        return 0 if self._llm is None else int(self._llm.get_num_unfinished_requests())
+        if self._llm is None:
+            return 0
+        # AsyncLLM.get_num_unfinished_requests() is missing in vLLM 0.26; this is in both.
+        return int(self._llm.output_processor.get_num_unfinished_requests())
 
     def shutdown(self) -> None:
         if self._llm is not None:
