@@ -12,9 +12,9 @@ cd "$root"
 log() { printf '[setup] %s\n' "$*" >&2; }
 
 python_bin() {
-  for candidate in python3.12 python3.11 python3; do
+  for candidate in python3.11 python3.12 python3; do
     if command -v "$candidate" >/dev/null 2>&1 &&
-       "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+       "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
       command -v "$candidate"
       return
     fi

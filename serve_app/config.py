@@ -65,6 +65,9 @@ class EngineConfig(_Strict):
         description="Name of the environment variable holding a Hugging Face token. "
         "The token itself never appears in config or logs.",
     )
+    export_engine_metrics: bool = Field(
+        True, description="Export vLLM's metrics through Ray's metrics agent (inside Ray)."
+    )
     startup_timeout_s: float = Field(
         900, gt=0, description="Seconds the engine may take to start before the replica fails."
     )

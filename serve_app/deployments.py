@@ -9,6 +9,7 @@ queue limits, health checks) come from ``serve_config.yaml``.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 
 from fastapi import FastAPI
@@ -17,9 +18,10 @@ from ray import serve
 from serve_app.config import AppConfig, EngineConfig
 from serve_app.engine import TranslationEngine, VLLMEngine
 from serve_app.ingress import create_app
+from serve_app.metrics import RayServeMetrics
 from serve_app.service import TranslationService
 
-logger = logging.getLogger("serve_app")
+logger = logging.getLogger("ray.serve.translator")
 
 EngineFactory = Callable[[EngineConfig], TranslationEngine]
 
@@ -31,7 +33,10 @@ class TranslatorDeployment:
     async def __init__(  # type: ignore[misc]
         self, config: AppConfig, engine_cls: EngineFactory = VLLMEngine
     ) -> None:
-        self.service = TranslationService(config, engine_cls(config.engine))
+        # vLLM's own logging setup would replace the handlers Ray Serve gives the replica
+        # (its log file, JSON encoding, request ids); vLLM's loggers then use Ray's.
+        os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
+        self.service = TranslationService(config, engine_cls(config.engine), RayServeMetrics())
         try:
             await self.service.start()
         except BaseException:

@@ -23,7 +23,7 @@ from serve_app.prompts import ChatPrompt, Prompt
 if TYPE_CHECKING:
     from vllm import SamplingParams
 
-logger = logging.getLogger("serve_app")
+logger = logging.getLogger("ray.serve.translator")
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,8 @@ class Generation:
     input_tokens: int
     output_tokens: int
     finish_reason: str | None
+    queue_s: float | None = None
+    ttft_s: float | None = None
 
 
 class TranslationEngine(Protocol):
@@ -113,7 +115,19 @@ class VLLMEngine:
         from vllm.v1.engine.async_llm import AsyncLLM
 
         # Built off the event loop; AsyncLLM starts its output handler at the first request.
-        return AsyncLLM.from_engine_args(self.config.to_engine_args())
+        return AsyncLLM.from_engine_args(
+            self.config.to_engine_args(), stat_loggers=self._stat_loggers()
+        )
+
+    def _stat_loggers(self) -> list[Any] | None:
+        """Inside Ray, vLLM's own metrics go to Ray's exporter, tagged with the replica."""
+        import ray
+
+        if not (self.config.export_engine_metrics and ray.is_initialized()):
+            return None
+        from vllm.v1.metrics.ray_wrappers import RayPrometheusStatLogger
+
+        return [RayPrometheusStatLogger]
 
     def encode(self, prompt: Prompt) -> list[int]:
         tok = self._tokenizer
@@ -148,11 +162,14 @@ class VLLMEngine:
         if final is None:
             raise EngineUnavailable("The engine returned no output.", retry_after_s=1)
         completion = final.outputs[0]
+        queue_s, ttft_s = _timings(getattr(final, "metrics", None))
         return Generation(
             text=completion.text,
             input_tokens=len(final.prompt_token_ids or request.prompt_token_ids),
             output_tokens=len(completion.token_ids),
             finish_reason=completion.finish_reason,
+            queue_s=queue_s,
+            ttft_s=ttft_s,
         )
 
     async def check_health(self) -> None:
@@ -171,6 +188,15 @@ class VLLMEngine:
             logger.info("shutting down vLLM engine")
             self._llm.shutdown()
             self._llm = None
+
+
+def _timings(stats: Any) -> tuple[float | None, float | None]:
+    """Engine queue wait and time to first token from vLLM's per-request stats, if kept."""
+    if stats is None:
+        return None, None
+    queued, scheduled = getattr(stats, "queued_ts", 0.0), getattr(stats, "scheduled_ts", 0.0)
+    queue_s = scheduled - queued if queued and scheduled >= queued else None
+    return queue_s, getattr(stats, "first_token_latency", 0.0) or None
 
 
 def startup_failure_message(model: str, exc: BaseException) -> str:

@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-logger = logging.getLogger("serve_app")
+logger = logging.getLogger("ray.serve.translator")
 
 
 class ServiceError(Exception):

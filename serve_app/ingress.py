@@ -8,6 +8,7 @@ The app is built per replica by ``create_app`` and is testable without Ray.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from typing import Any
 
@@ -15,6 +16,7 @@ from fastapi import FastAPI, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from serve_app.errors import EngineUnavailable, ServiceError, install_error_handlers
+from serve_app.metrics import ServiceMetrics, endpoint_label
 from serve_app.schemas import (
     BatchTranslateRequest,
     BatchTranslateResponse,
@@ -79,6 +81,34 @@ class ReplicaHeaderMiddleware:
         await self.app(scope, receive, send_with_replica)
 
 
+class MetricsMiddleware:
+    """Counts every HTTP request by endpoint, status and language pair, and times it."""
+
+    def __init__(self, app: ASGIApp, metrics: ServiceMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def send_and_note(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note)
+        finally:
+            pair = scope.get("state", {}).get("pair", ("", ""))
+            seconds = time.perf_counter() - start
+            self.metrics.request(endpoint_label(scope["path"]), status, pair, seconds)
+
+
 def create_app(service: TranslationService, replica_id: str | None = None) -> FastAPI:
     """The API over ``service``; ``replica_id``, if given, is sent as ``X-Replica``."""
     app = FastAPI(
@@ -87,6 +117,7 @@ def create_app(service: TranslationService, replica_id: str | None = None) -> Fa
         version="0.1.0",
     )
     install_error_handlers(app)
+    app.add_middleware(MetricsMiddleware, metrics=service.metrics)
     app.add_middleware(RequestIdMiddleware)
     if replica_id:
         app.add_middleware(ReplicaHeaderMiddleware, replica_id=replica_id)
@@ -94,6 +125,7 @@ def create_app(service: TranslationService, replica_id: str | None = None) -> Fa
     @app.post("/translate", response_model=TranslateResponse, responses=_ERRORS)
     async def translate(body: TranslateRequest, request: Request) -> TranslateResponse:
         """Translates one text."""
+        request.state.pair = service.pair_labels([body])
         return await service.translate(body, request.state.request_id)
 
     @app.post("/translate/batch", response_model=BatchTranslateResponse, responses=_ERRORS)
@@ -101,6 +133,7 @@ def create_app(service: TranslationService, replica_id: str | None = None) -> Fa
         body: BatchTranslateRequest, request: Request
     ) -> BatchTranslateResponse:
         """Translates many texts concurrently; results keep the order of ``items``."""
+        request.state.pair = service.pair_labels(body.items)
         return await service.translate_batch(body, request.state.request_id)
 
     @app.get("/languages", response_model=LanguagesResponse)

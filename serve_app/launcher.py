@@ -83,9 +83,11 @@ def derive_config(
     deployment: dict[str, Any] | None = None,
     top: dict[str, Any] | None = None,
     runtime_env: dict[str, Any] | None = None,
+    app_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The config at ``base_path`` with overrides for its first application and deployment."""
     config = _merge(load_serve_config(base_path), top or {})
+    config["applications"][0] = _merge(config["applications"][0], app_options or {})
     app = config["applications"][0]
     app["args"] = _merge(app.get("args") or {}, args or {})
     app["runtime_env"] = _merge(app.get("runtime_env") or {}, runtime_env or {})

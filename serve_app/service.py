@@ -27,6 +27,7 @@ from serve_app.errors import (
     TextTooLong,
 )
 from serve_app.languages import Language, LanguageRegistry
+from serve_app.metrics import NoMetrics, Pair, ServiceMetrics
 from serve_app.prompts import effective_sampling, make_prompt_family
 from serve_app.schemas import (
     BatchTranslateRequest,
@@ -39,7 +40,7 @@ from serve_app.schemas import (
     Usage,
 )
 
-logger = logging.getLogger("serve_app")
+logger = logging.getLogger("ray.serve.translator")
 
 # No tokenizer of the supported families packs more characters than this into one token of
 # ordinary text, so longer texts are refused without spending time tokenizing them.
@@ -50,6 +51,7 @@ _MAX_CHARS_PER_TOKEN = 32
 class _Job:
     source: Language
     target: Language
+    characters: int
     generation: GenerationRequest
 
 
@@ -66,8 +68,14 @@ def language_registry(config: AppConfig) -> LanguageRegistry:
 
 
 class TranslationService:
-    def __init__(self, config: AppConfig, engine: TranslationEngine) -> None:
+    def __init__(
+        self,
+        config: AppConfig,
+        engine: TranslationEngine,
+        metrics: ServiceMetrics | None = None,
+    ) -> None:
         self.config = config
+        self.metrics = metrics or NoMetrics()
         self.limits = config.limits
         self.engine = engine
         self.family = make_prompt_family(config.prompt)
@@ -111,6 +119,7 @@ class TranslationService:
                 f"got {len(request.items)}."
             )
         jobs = [self._prepare(item, index) for index, item in enumerate(request.items)]
+        self.metrics.batch(len(jobs))
         with self._admit(len(jobs)):
             async with self._deadline(request.timeout_s):
                 results = await _gather_all(
@@ -121,6 +130,21 @@ class TranslationService:
             output_tokens=sum(r.usage.output_tokens for r in results),
         )
         return BatchTranslateResponse(results=results, usage=usage)
+
+    def pair_labels(self, items: list[TextItem]) -> Pair:
+        """Metric labels for a request's language pair: canonical codes, or "invalid" /
+        "mixed", so label values stay bounded whatever clients send."""
+        pairs = set()
+        for item in items:
+            try:
+                src, tgt = (
+                    self.languages.resolve(item.source_lang),
+                    self.languages.resolve(item.target_lang),
+                )
+            except ServiceError:
+                return ("invalid", "invalid")
+            pairs.add((src.code, tgt.code))
+        return pairs.pop() if len(pairs) == 1 else ("mixed", "mixed")
 
     def list_languages(self) -> LanguagesResponse:
         infos = [
@@ -161,7 +185,7 @@ class TranslationService:
             top_k=s.top_k if s.top_k is not None else -1,
             repetition_penalty=s.repetition_penalty or 1.0,
         )
-        return _Job(source, target, generation)
+        return _Job(source, target, len(item.text), generation)
 
     def _max_output_tokens(self, n_text: int, n_prompt: int) -> int:
         lim = self.limits
@@ -174,21 +198,25 @@ class TranslationService:
 
     def _require_ready(self) -> None:
         if not self.ready:
+            self.metrics.rejected("engine_unavailable")
             raise EngineUnavailable("The engine is not ready yet.", retry_after_s=5)
 
     @contextmanager
     def _admit(self, n: int) -> Iterator[None]:
         """Counts engine requests in flight; refuses work beyond the replica's limit."""
         if self.in_flight + n > self.limits.max_engine_requests:
+            self.metrics.rejected("overloaded")
             raise Overloaded(
                 "The server is at capacity; retry after the delay given in Retry-After.",
                 retry_after_s=self.limits.retry_after_s,
             )
         self.in_flight += n
+        self.metrics.load(self.in_flight)
         try:
             yield
         finally:
             self.in_flight -= n
+            self.metrics.load(self.in_flight)
 
     def _deadline(self, requested: float | None) -> _Deadline:
         seconds = min(requested or self.limits.request_timeout_s, self.limits.max_request_timeout_s)
@@ -196,6 +224,14 @@ class TranslationService:
 
     async def _run(self, job: _Job, request_id: str) -> TranslateResponse:
         result = await self.engine.generate(job.generation, request_id)
+        self.metrics.translation(
+            (job.source.code, job.target.code),
+            job.characters,
+            result.input_tokens,
+            result.output_tokens,
+            result.queue_s,
+            result.ttft_s,
+        )
         return TranslateResponse(
             translation=result.text.strip(),
             source_lang=job.source.code,

@@ -66,3 +66,38 @@ class FakeEngine:
 
     def shutdown(self) -> None:
         self.shut_down = True
+
+
+class RecordingMetrics:
+    """Keeps what the service and the API record, for assertions."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, int, tuple[str, str]]] = []
+        self.translations: list[tuple[tuple[str, str], int, int, int]] = []
+        self.batches: list[int] = []
+        self.rejections: list[str] = []
+        self.loads: list[int] = []
+
+    def request(self, endpoint: str, status: int, pair: tuple[str, str], seconds: float) -> None:
+        assert seconds >= 0
+        self.requests.append((endpoint, status, pair))
+
+    def translation(
+        self,
+        pair: tuple[str, str],
+        characters: int,
+        input_tokens: int,
+        output_tokens: int,
+        queue_s: float | None,
+        ttft_s: float | None,
+    ) -> None:
+        self.translations.append((pair, characters, input_tokens, output_tokens))
+
+    def batch(self, size: int) -> None:
+        self.batches.append(size)
+
+    def rejected(self, reason: str) -> None:
+        self.rejections.append(reason)
+
+    def load(self, in_flight: int) -> None:
+        self.loads.append(in_flight)

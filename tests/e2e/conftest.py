@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -66,13 +67,27 @@ def _stop(proc: subprocess.Popen, env: dict[str, str]) -> None:
     subprocess.run([ray_bin, "stop", "--force"], capture_output=True, env=env, timeout=120)
 
 
+def _ray(*args: str, env: dict[str, str]) -> None:
+    ray_bin = str(Path(sys.executable).parent / "ray")
+    subprocess.run([ray_bin, *args], check=True, capture_output=True, env=env, timeout=180)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    url: str
+    metrics_url: str
+    logs: Path
+
+
 @pytest.fixture(scope="session")
-def served(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Base URL of a running service: 2 CPU replicas of the tiny model behind Ray's proxy."""
-    port = free_port()
+def cluster(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A Ray head (its metrics endpoint on a known port) and `serve run` of the CPU config:
+    2 replicas of the tiny model behind Ray's proxy, logs in JSON."""
+    port, metrics_port, gcs_port = free_port(), free_port(), free_port()
     config = derive_config(
         ROOT / "serve_config.cpu.yaml",
         top={"http_options": {"port": port}},
+        app_options={"logging_config": {"encoding": "JSON"}},
         args={
             "engine": {"model": str(tiny_model_dir), "max_model_len": 2048},
             "prompt": {"family": "chat"},
@@ -86,14 +101,24 @@ def served(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     path = workdir / "serve_config.e2e.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    _ray("stop", "--force", env=env)
+    _ray(
+        "start", "--head", f"--port={gcs_port}", f"--metrics-export-port={metrics_port}",
+        "--num-cpus=2", "--disable-usage-stats", env=env,
+    )  # fmt: skip
     log = (workdir / "serve.log").open("w")
     proc = subprocess.Popen(
-        [_serve_bin(), "run", str(path)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+        [_serve_bin(), "run", "--address", "auto", str(path)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(proc, url, replicas=2)
-        yield url
+        logs = Path("/tmp/ray/session_latest/logs")
+        yield Cluster(url, f"http://127.0.0.1:{metrics_port}/metrics", logs)
     except RuntimeError:
         log.flush()
         print((workdir / "serve.log").read_text()[-20000:])
@@ -101,3 +126,9 @@ def served(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     finally:
         _stop(proc, env)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def served(cluster: Cluster) -> str:
+    """Base URL of the running service."""
+    return cluster.url

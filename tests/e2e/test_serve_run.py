@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections import Counter
 
 import httpx
@@ -154,30 +155,33 @@ async def _engine_requests_by_replica(client: httpx.AsyncClient, url: str) -> di
     return seen
 
 
-async def _disconnect_scenario(url: str) -> tuple[int, dict[str, int]]:
-    # ~450 tokens each: the budget allows ~1,400 generated tokens, tens of seconds of work.
+async def _disconnect_scenario(url: str) -> tuple[int, dict[str, int], float]:
+    # ~450 tokens each: the budget allows ~1,400 generated tokens, over a minute of CPU work.
     bodies = [{**ITEM, "text": t} for t in texts(20, 150, 150, seed=9)]
     async with httpx.AsyncClient(timeout=300) as probe:
         async with httpx.AsyncClient(timeout=300) as client:
             tasks = [asyncio.create_task(client.post(f"{url}/translate", json=b)) for b in bodies]
-            busy = 0
-            async with asyncio.timeout(60):
-                while busy < 8:
-                    busy = max(busy, *(await _engine_requests_by_replica(probe, url)).values())
+            busy, deadline = 0, time.monotonic() + 60
+            while busy < 4 and time.monotonic() < deadline:
+                busy = max(busy, *(await _engine_requests_by_replica(probe, url)).values())
+            assert busy >= 4, f"only {busy} requests reached an engine"
             assert not any(t.done() for t in tasks)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         # The connections are closed: Ray's proxy cancels the requests, vLLM aborts them.
+        start = time.monotonic()
         idle: dict[str, int] = {}
-        async with asyncio.timeout(10):
-            while len(idle) < 2 or any(idle.values()):
-                idle.update(await _engine_requests_by_replica(probe, url))
-    return busy, idle
+        while (len(idle) < 2 or any(idle.values())) and time.monotonic() - start < 30:
+            idle.update(await _engine_requests_by_replica(probe, url))
+    return busy, idle, time.monotonic() - start
 
 
 def test_client_disconnect_aborts_engine_requests(served: str) -> None:
-    busy, idle = asyncio.run(_disconnect_scenario(served))
-    assert busy >= 8
-    assert idle
-    assert set(idle.values()) == {0}
+    busy, idle, seconds = asyncio.run(_disconnect_scenario(served))
+    assert busy >= 4
+    assert len(idle) == 2, idle
+    assert set(idle.values()) == {0}, idle
+    # Left alone, these requests run for over a minute on the CPU. Measured here: 0.2 s on an
+    # idle machine, up to ~10 s right after the overload test has loaded both cores.
+    assert seconds < 20, f"engines idle only after {seconds:.1f}s"
