@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 from serve_app.config import AppConfig
@@ -218,9 +218,9 @@ class TranslationService:
             self.in_flight -= n
             self.metrics.load(self.in_flight)
 
-    def _deadline(self, requested: float | None) -> _Deadline:
+    def _deadline(self, requested: float | None) -> AbstractAsyncContextManager[None]:
         seconds = min(requested or self.limits.request_timeout_s, self.limits.max_request_timeout_s)
-        return _Deadline(seconds)
+        return _deadline(seconds)
 
     async def _run(self, job: _Job, request_id: str) -> TranslateResponse:
         result = await self.engine.generate(job.generation, request_id)
@@ -241,23 +241,17 @@ class TranslationService:
         )
 
 
-class _Deadline:
+@asynccontextmanager
+async def _deadline(seconds: float) -> AsyncIterator[None]:
     """``asyncio.timeout`` that surfaces as a 504; cancelling aborts the engine requests."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._timeout = asyncio.timeout(seconds)
-
-    async def __aenter__(self) -> None:
-        await self._timeout.__aenter__()
-
-    async def __aexit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        try:
-            await self._timeout.__aexit__(exc_type, exc, tb)  # type: ignore[arg-type]
-        except TimeoutError as timeout:
-            raise DeadlineExceeded(
-                f"The translation did not finish within {self.seconds:g}s."
-            ) from timeout
+    timeout = asyncio.timeout(seconds)
+    try:
+        async with timeout:
+            yield
+    except TimeoutError as exc:
+        if not timeout.expired():
+            raise
+        raise DeadlineExceeded(f"The translation did not finish within {seconds:g}s.") from exc
 
 
 async def _gather_all(coros: list) -> list[TranslateResponse]:

@@ -3,36 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections import Counter
 
 import httpx
 import pytest
 
+from tests.texts import texts
+
 ITEM = {"text": "Hello world, how are you?", "source_lang": "en", "target_lang": "de"}
-WORDS = [
-    "the",
-    "quick",
-    "brown",
-    "fox",
-    "jumps",
-    "over",
-    "a",
-    "lazy",
-    "dog",
-    "while",
-    "hello",
-    "world",
-    "says",
-    "good",
-    "morning",
-]
-
-
-def texts(n: int, low: int, high: int, seed: int = 11) -> list[str]:
-    rng = random.Random(seed)
-    return [" ".join(rng.choices(WORDS, k=rng.randint(low, high))) for _ in range(n)]
 
 
 def test_health_readiness_and_docs(served: str) -> None:

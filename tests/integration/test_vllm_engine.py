@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -19,30 +18,12 @@ from serve_app.engine import GenerationRequest, VLLMEngine
 from serve_app.errors import DeadlineExceeded, EngineStartupError
 from serve_app.schemas import BatchTranslateRequest, TextItem, TranslateRequest
 from serve_app.service import TranslationService
-
-WORDS = [
-    "the",
-    "quick",
-    "brown",
-    "fox",
-    "jumps",
-    "over",
-    "a",
-    "lazy",
-    "dog",
-    "while",
-    "hello",
-    "world",
-    "says",
-    "good",
-    "morning",
-]
+from tests.texts import texts
 
 
 def variable_texts(n: int, seed: int = 7) -> list[str]:
     """Realistic lengths: 10 to 200 words, short and long mixed."""
-    rng = random.Random(seed)
-    return [" ".join(rng.choices(WORDS, k=rng.randint(10, 200))) for _ in range(n)]
+    return texts(n, 10, 200, seed)
 
 
 def engine_config(model: Path) -> EngineConfig:
