@@ -37,7 +37,10 @@ def model_problem(model: str, revision: str | None, token: str | None) -> str | 
     if model.startswith(("/", ".", "~")):
         return f"the local folder '{model}' does not exist"
     from huggingface_hub import hf_hub_download
+    from huggingface_hub.utils import logging as hf_logging
 
+    # Offline, the hub client retries for ~20 s and warns on each try; the error below says it.
+    hf_logging.set_verbosity_error()
     try:
         hf_hub_download(model, "config.json", revision=revision, token=token)
     except Exception as exc:
