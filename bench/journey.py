@@ -65,13 +65,18 @@ def machine() -> str:
 
 
 async def measure(
-    ctx: BenchContext, name: str, workloads: dict[str, list[Item]], concurrency: int, warmup: int
+    ctx: BenchContext,
+    name: str,
+    workloads: dict[str, list[Item]],
+    concurrency: int,
+    warmup: list[Item],
 ) -> list[dict[str, Any]]:
-    """One system: start, warm up, each workload once, stop."""
-    everything = [item for items in workloads.values() for item in items]
+    """One system: start, warm up (on texts of its own: vLLM's prefix cache would otherwise
+    favour the texts seen before), each workload once, stop."""
+    everything = warmup + [item for items in workloads.values() for item in items]
     async with started(ctx, name, everything) as target:
-        first = next(iter(workloads.values()))
-        await run(target, first[:warmup], concurrency=concurrency)
+        await run(target, warmup, concurrency=concurrency)
+        memory = gpu_memory()
         results = []
         for workload, items in workloads.items():
             result = await run(target, items, concurrency=concurrency)
@@ -82,27 +87,26 @@ async def measure(
                 flush=True,
             )
     log = ctx.workdir / f"{name}.log"
-    if log.exists():  # server systems: the GPU memory their engine took
-        memory = engine_memory(log.read_text(errors="replace"))
-        results = [{**r, "engine_memory": memory} for r in results]
-    return results
+    logged = engine_memory(log.read_text(errors="replace")) if log.exists() else []
+    return [{**r, "gpu_memory_used_mib": memory, "engine_memory": logged} for r in results]
 
 
 async def head_to_head(
     ctx: BenchContext,
     names: list[str],
-    items: list[Item],
-    rounds: int,
+    rounds: list[list[Item]],
     concurrency: int,
-    warmup: int,
+    warmup: list[Item],
 ) -> dict[str, Any]:
-    """Systems up at once, alternated A B A B...; per-round ratios of the first to the others."""
+    """Systems up at once, alternated A B, B A, A B...; per-round ratios of the first to the
+    others. Each round sends texts no system has seen (no prefix-cache hits across rounds)."""
+    everything = warmup + [item for items in rounds for item in items]
     async with AsyncExitStack() as stack:
-        targets = [await stack.enter_async_context(started(ctx, n, items)) for n in names]
+        targets = [await stack.enter_async_context(started(ctx, n, everything)) for n in names]
         for target in targets:
-            await run(target, items[:warmup], concurrency=concurrency)
+            await run(target, warmup, concurrency=concurrency)
         per_round: list[dict[str, Any]] = []
-        for r in range(rounds):
+        for r, items in enumerate(rounds):
             order = targets if r % 2 == 0 else list(reversed(targets))
             results = {t.name: await run(t, items, concurrency=concurrency) for t in order}
             per_round.append({n: _brief(results[n]) for n in names})
@@ -113,10 +117,22 @@ async def head_to_head(
     return {
         "systems": names,
         "concurrency": concurrency,
-        "requests_per_run": len(items),
+        "requests_per_run": len(rounds[0]),
         "rounds": per_round,
         "ratios": _ratios(per_round, names),
     }
+
+
+def gpu_memory() -> list[int]:
+    """MiB in use on each GPU now (empty without nvidia-smi)."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [int(x) for x in out.split()]
 
 
 def _brief(result: dict[str, Any]) -> dict[str, Any]:
@@ -264,23 +280,25 @@ async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
         **(previous(ns.out) if ns.append else {}),
     }
     results["ratios"] = journey_ratios(results["runs"])
+    warmup = make_workload("variable", ns.warmup, seed=ns.seed + 1000, count_tokens=count)
     for name in [s for s in ns.systems.split(",") if s]:
         chosen = (
             {w: items[:n_slow] for w, items in workloads.items()} if name in SLOW else workloads
         )
         try:
-            results["runs"] += await measure(ctx, name, chosen, ns.concurrency, ns.warmup)
+            results["runs"] += await measure(ctx, name, chosen, ns.concurrency, warmup)
         except Exception as exc:  # one system failing must not lose the others' results
             print(f"  {name} FAILED: {exc}", flush=True)
             results.setdefault("failed", {})[name] = f"{type(exc).__name__}: {exc}"[-3000:]
         results["ratios"] = journey_ratios(results["runs"])
         write(ns.out, results)  # after each system: a run cut short keeps what it measured
     if ns.head_to_head:
-        variable = make_workload("variable", n_fast, seed=ns.seed + 1, count_tokens=count)
+        rounds = [
+            make_workload("variable", n_fast, seed=ns.seed + 1 + r, count_tokens=count)
+            for r in range(ns.rounds)
+        ]
         names = ns.head_to_head.split(",")
-        results["head_to_head"] = await head_to_head(
-            ctx, names, variable, ns.rounds, ns.concurrency, ns.warmup
-        )
+        results["head_to_head"] = await head_to_head(ctx, names, rounds, ns.concurrency, warmup)
     return results
 
 

@@ -18,10 +18,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench.journey import context, machine
+from bench.journey import context, gpu_memory, machine
 from bench.loadgen import run
 from bench.report import plot_journey
-from bench.systems import BenchContext, engine_memory, started
+from bench.systems import BenchContext, started
 from bench.workloads import make_workload, tokenizer_counter
 
 
@@ -29,18 +29,21 @@ async def one(ctx: BenchContext, replicas: int, ns: argparse.Namespace) -> dict[
     ctx.replicas = replicas
     users = ns.concurrency_per_replica * replicas
     count = tokenizer_counter(ns.model)
-    items = make_workload(
-        "variable", ns.requests_per_replica * replicas, seed=5, count_tokens=count
-    )
-    rounds = []
-    async with started(ctx, "ray_serve", items) as target:
-        await run(target, items[: 2 * users], concurrency=users)  # warm-up
-        for _ in range(ns.rounds):
+    n = ns.requests_per_replica * replicas
+    # Fresh texts for the warm-up and each round: no prefix-cache hits on texts seen before.
+    warmup = make_workload("variable", 4 * users, seed=99, count_tokens=count)
+    rounds = [
+        make_workload("variable", n, seed=5 + r, count_tokens=count) for r in range(ns.rounds)
+    ]
+    runs = []
+    async with started(ctx, "ray_serve", warmup + [i for r in rounds for i in r]) as target:
+        await run(target, warmup, concurrency=users)
+        memory = gpu_memory()
+        for items in rounds:
             result = await run(target, items, concurrency=users)
-            rounds.append({**result, "workload": f"{replicas} replica(s)", "system": "ray_serve"})
+            runs.append({**result, "workload": f"{replicas} replica(s)", "system": "ray_serve"})
             print(f"  {replicas} replica(s), {users} users: {result['rps']} RPS", flush=True)
-    log = (ctx.workdir / "ray_serve.log").read_text(errors="replace")
-    return {"replicas": replicas, "users": users, "runs": rounds, "memory": engine_memory(log)}
+    return {"replicas": replicas, "users": users, "runs": runs, "gpu_memory_used_mib": memory}
 
 
 async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
@@ -67,12 +70,13 @@ def write(out: Path, result: dict[str, Any]) -> None:
     for r in result["results"]:
         p95 = statistics.median(x["p95_s"] for x in r["runs"])
         lines.append(
-            f"| {r['replicas']} | {r['users']} | {result['median_rps'][r['replicas']]} | {p95} |"
+            f"| {r['replicas']} | {r['users']} | {result['median_rps'][r['replicas']]:.1f} "
+            f"| {p95:.3f} |"
         )
     lines += ["", f"Scaling ratio RPS(2)/RPS(1): **{result['scaling_ratio']}** (2.0 = linear)", ""]
-    lines += ["GPU memory per replica as vLLM logged it:", ""]
+    lines += ["GPU memory in use (MiB per GPU, nvidia-smi, replicas up):", ""]
     for r in result["results"]:
-        lines.append(f"- {r['replicas']} replica(s): {r['memory']}")
+        lines.append(f"- {r['replicas']} replica(s): {r['gpu_memory_used_mib']}")
     (out / "scaling.md").write_text("\n".join(lines) + "\n")
 
 
