@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import threading
 from pathlib import Path
@@ -44,7 +45,9 @@ def main() -> None:
         # A placement group without GPUs is how Ray Serve LLM is told to run on the CPU.
         **({"placement_group_config": {"bundles": [{"CPU": 1}]}} if ns.device == "cpu" else {}),
     )
-    ray.init(include_dashboard=False)
+    # Logical CPUs: the ingress, the LLM server and its placement group each ask for some;
+    # a small machine would leave the deployment pending for ever.
+    ray.init(include_dashboard=False, num_cpus=max(8, os.cpu_count() or 1))
     serve.start(http_options={"host": "127.0.0.1", "port": ns.port})
     serve.run(build_openai_app({"llm_configs": [llm_config]}), blocking=False)
     print("ray serve llm ready", flush=True)
