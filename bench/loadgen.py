@@ -118,6 +118,7 @@ def summarize(samples: Sequence[Sample], wall_s: float) -> dict[str, Any]:
     """RPS, latency percentiles, token rates and errors by status of one run."""
     ok = [s for s in samples if s.ok]
     lat = [s.latency_s for s in ok]
+    ttfts = [s.ttft_s for s in ok if s.ttft_s is not None]
     statuses = Counter("no_answer" if s.status is None else str(s.status) for s in samples)
 
     def r(x: float | None) -> float | None:
@@ -133,7 +134,9 @@ def summarize(samples: Sequence[Sample], wall_s: float) -> dict[str, Any]:
         "p95_s": r(percentile(lat, 95)),
         "p99_s": r(percentile(lat, 99)),
         "mean_s": r(sum(lat) / len(lat)) if lat else None,
-        "ttft_s": None,  # requests are not streamed: the whole translation is one answer
+        # Streamed requests only (--stream); otherwise the whole translation is one answer.
+        "ttft_p50_s": r(percentile(ttfts, 50)),
+        "ttft_p95_s": r(percentile(ttfts, 95)),
         "input_tokens": sum(s.input_tokens for s in ok),
         "output_tokens": sum(s.output_tokens for s in ok),
         "output_tokens_per_s": round(sum(s.output_tokens for s in ok) / wall_s, 1),
@@ -178,6 +181,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, help="open loop: Poisson arrivals per second")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--retries", type=int, default=0, help="retries of retryable answers")
+    p.add_argument("--stream", action="store_true", help="openai API: stream, measure TTFT")
     p.add_argument("--out", help="folder for results.json / .md / .png")
     p.add_argument("--no-progress", action="store_true")
     return p
@@ -190,7 +194,7 @@ async def _main(ns: argparse.Namespace) -> dict[str, Any]:
     target: Target
     if ns.api == "openai":
         prompt = PromptConfig(family="chat")
-        target = OpenAITarget(ns.api, ns.url, ns.model, prompt, retry=retry)
+        target = OpenAITarget(ns.api, ns.url, ns.model, prompt, retry=retry, stream=ns.stream)
     else:
         target = NativeTarget(ns.api, ns.url, retry=retry)
     try:

@@ -10,9 +10,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+import httpx
 
 from bench.workloads import Item
 from serve_app.client import NO_RETRY, RetryPolicy, TranslationClient
@@ -31,6 +34,7 @@ class Sample:
     input_tokens: int = 0
     output_tokens: int = 0
     attempts: int = 1
+    ttft_s: float | None = None  # streamed requests only
 
     @property
     def ok(self) -> bool:
@@ -87,9 +91,11 @@ class OpenAITarget(_HttpTarget):
         prompt: PromptConfig,
         retry: RetryPolicy = NO_RETRY,
         timeout_s: float = 600,
+        stream: bool = False,
     ) -> None:
         super().__init__(name, url, retry, timeout_s)
         self.model = model
+        self.stream = stream
         self.family = make_prompt_family(prompt)
         self.languages = LanguageRegistry(list(self.family.languages), None)
 
@@ -110,9 +116,36 @@ class OpenAITarget(_HttpTarget):
         }
 
     async def send(self, item: Item) -> Sample:
+        if self.stream:
+            return await self._stream(item)
         return await self._post(
             "/v1/chat/completions", self.body(item), ("prompt_tokens", "completion_tokens")
         )
+
+    async def _stream(self, item: Item) -> Sample:
+        """Server-sent events: time to the first content chunk, usage from the last one."""
+        body = {**self.body(item), "stream": True, "stream_options": {"include_usage": True}}
+        start = time.perf_counter()
+        ttft: float | None = None
+        usage: dict[str, int] = {}
+        try:
+            async with self.client.http.stream("POST", "/v1/chat/completions", json=body) as r:
+                if r.status_code != 200:
+                    await r.aread()
+                    return Sample(start, time.perf_counter() - start, r.status_code)
+                async for line in r.aiter_lines():
+                    if not line.startswith("data: ") or line == "data: [DONE]":
+                        continue
+                    chunk = json.loads(line[6:])
+                    if ttft is None and any(
+                        c.get("delta", {}).get("content") for c in chunk["choices"]
+                    ):
+                        ttft = time.perf_counter() - start
+                    usage = chunk.get("usage") or usage
+        except httpx.HTTPError:
+            return Sample(start, time.perf_counter() - start, None)
+        n_in, n_out = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+        return Sample(start, time.perf_counter() - start, 200, n_in, n_out, ttft_s=ttft)
 
 
 class EngineTarget:

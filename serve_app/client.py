@@ -106,6 +106,11 @@ class TranslationClient:
     ) -> None:
         await self.aclose()
 
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """The underlying HTTP client (base URL, timeouts and auth set), e.g. to stream."""
+        return self._http
+
     async def aclose(self) -> None:
         await self._http.aclose()
 

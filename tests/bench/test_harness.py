@@ -7,6 +7,7 @@ the autotune sweep and their reports come out. Speed is measured on the GPU (ben
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -16,7 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.systems import ALL_SYSTEMS
+from bench.loadgen import run
+from bench.systems import ALL_SYSTEMS, BenchContext, bench_app_config, started
+from bench.targets import OpenAITarget
 from bench.workloads import make_workload, tokenizer_counter
 from serve_app.config import AppConfig
 from tests.conftest import ROOT
@@ -107,3 +110,26 @@ def test_autotune_writes_a_valid_config(tiny_model_dir: Path, tmp_path: Path) ->
     args = AppConfig.model_validate(config["applications"][0]["args"])
     assert args.engine.max_num_seqs == result["recommended"]["max_num_seqs"]
     assert (tmp_path / "autotune.png").exists()
+
+
+def test_streaming_from_vllm_serve_measures_ttft(tiny_model_dir: Path, tmp_path: Path) -> None:
+    serve_config = ROOT / "serve_config.cpu.yaml"
+    config = bench_app_config(serve_config, str(tiny_model_dir), json.loads(SMALL_ENGINE))
+    ctx = BenchContext(config, serve_config, tmp_path, env=ENV)
+    items = make_workload(
+        "variable", 8, seed=2, count_tokens=tokenizer_counter(str(tiny_model_dir))
+    )
+
+    async def stream_all() -> dict:
+        async with started(ctx, "vllm_serve", items) as plain:
+            url = str(plain.client.http.base_url)  # type: ignore[attr-defined]
+            target = OpenAITarget("vllm_serve", url, "bench", config.prompt, stream=True)
+            try:
+                return await run(target, items, concurrency=4)
+            finally:
+                await target.aclose()
+
+    result = asyncio.run(stream_all())
+    assert (result["requests"], result["ok"]) == (8, 8), result["errors_by_status"]
+    assert 0 < result["ttft_p50_s"] <= result["ttft_p95_s"] <= result["p95_s"]
+    assert result["output_tokens"] == sum(i.output_tokens for i in items)

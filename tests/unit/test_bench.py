@@ -188,3 +188,32 @@ def test_workload_items_serialize(kind: str) -> None:
         "input_tokens",
         "output_tokens",
     }
+
+
+async def test_streaming_openai_target_measures_ttft() -> None:
+    import httpx
+
+    from serve_app.client import TranslationClient
+
+    events = [
+        {"choices": [{"delta": {"role": "assistant"}}]},
+        {"choices": [{"delta": {"content": "Hal"}}]},
+        {"choices": [{"delta": {"content": "lo"}}]},
+        {"choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 2}},
+    ]
+    sse = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    seen: list[dict] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return httpx.Response(200, text=sse, headers={"content-type": "text/event-stream"})
+
+    target = OpenAITarget("peer", "http://x", "bench", PromptConfig(family="chat"), stream=True)
+    target.client = TranslationClient("http://x", transport=httpx.MockTransport(handler))
+    sample = await target.send(Item("Hello", "en", "de", 2, 2))
+    await target.aclose()
+    assert seen[0]["stream"] is True
+    assert (sample.status, sample.input_tokens, sample.output_tokens) == (200, 30, 2)
+    assert sample.ttft_s is not None
+    assert 0 <= sample.ttft_s <= sample.latency_s
+    assert summarize([sample], 1.0)["ttft_p50_s"] == round(sample.ttft_s, 4)
