@@ -142,11 +142,11 @@ class LanguagesResponse(BaseModel):
 
 class CacheStatsResponse(BaseModel):
     enabled: bool
-    hits: int
+    hits: int = Field(..., description="Lookups answered from the cache (no engine work).")
     misses: int
-    evictions: int
+    evictions: int = Field(..., description="Entries dropped to stay within the bounds.")
     entries: int
-    bytes: int
+    bytes: int = Field(..., description="Memory the entries take (approximately).")
     max_entries: int
     max_bytes: int
 

@@ -211,15 +211,7 @@ class TextTranslator:
                 for i, (piece, job) in enumerate(zip(pieces, plan.jobs, strict=True))
             ]
         )
-        done = CachedTranslation(
-            plan.split.join([o.text for o in outs]), len(pieces), any(o.truncated for o in outs)
-        )
-        self._store(plan, done)
-        usage = Usage(
-            input_tokens=sum(o.input_tokens for o in outs),
-            output_tokens=sum(o.output_tokens for o in outs),
-        )
-        return self._response(plan, done.translation, usage, done, cached=False)
+        return self._finish(plan, plan.split, outs)
 
     async def _piece(
         self, plan: Plan, text: str, job: GenerationRequest, request_id: str, depth: int = 0
@@ -276,15 +268,19 @@ class TextTranslator:
             outs.append(self._streamed_piece(plan, piece.text, chunks))
             if piece.sep and i < len(pieces) - 1:
                 yield "delta", {"text": piece.sep, "segment": i}
+        yield "done", self._finish(plan, plan.split, outs).model_dump()
+
+    def _finish(self, plan: Plan, split: Split, outs: list[_Out]) -> TranslateResponse:
+        """Reassembles the pieces, fills the cache and makes the response."""
         done = CachedTranslation(
-            plan.split.join([o.text for o in outs]), len(pieces), any(o.truncated for o in outs)
+            split.join([o.text for o in outs]), len(outs), any(o.truncated for o in outs)
         )
         self._store(plan, done)
         usage = Usage(
             input_tokens=sum(o.input_tokens for o in outs),
             output_tokens=sum(o.output_tokens for o in outs),
         )
-        yield "done", self._response(plan, done.translation, usage, done, cached=False).model_dump()
+        return self._response(plan, done.translation, usage, done, cached=False)
 
     def _streamed_piece(self, plan: Plan, text: str, chunks: list[GenerationChunk]) -> _Out:
         if not chunks or not chunks[-1].finished:
