@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, suppress
 from dataclasses import asdict
-from typing import Any
 
 from serve_app.config import AppConfig
 from serve_app.engine import TranslationEngine
@@ -44,7 +43,7 @@ from serve_app.schemas import (
     TranslateResponse,
     Usage,
 )
-from serve_app.textflow import Plan, TextTranslator, gather_all
+from serve_app.textflow import Event, Plan, TextTranslator, gather_all
 
 logger = logging.getLogger("ray.serve.translator")
 
@@ -138,9 +137,7 @@ class TranslationService:
         )
         return BatchTranslateResponse(results=results, failed=len(results) - len(done), usage=usage)
 
-    def translate_stream(
-        self, request: TranslateRequest, request_id: str
-    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    def translate_stream(self, request: TranslateRequest, request_id: str) -> AsyncIterator[Event]:
         """Validates now (errors are plain 4xx answers), then streams events; errors once
         the stream has started are the stream's ``error`` event (see ``sse``)."""
         plan = self.flow.plan(request)
@@ -150,12 +147,34 @@ class TranslationService:
 
     async def _stream(
         self, plan: Plan, request: TranslateRequest, request_id: str
-    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        with self._admit(plan.engine_requests):
-            async with self._deadline(request.timeout_s):
-                async for event in self.flow.stream(plan, request_id):
-                    yield event
-        self.characters += len(plan.text)
+    ) -> AsyncIterator[Event]:
+        """Events from a producer task. The deadline must not span this generator's yields
+        (its cancellation would land in whoever consumes the stream), so the producer owns
+        admission and the deadline; closing the stream (client gone) cancels the producer,
+        which aborts the engine request."""
+        queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue()
+
+        async def produce() -> None:
+            try:
+                with self._admit(plan.engine_requests):
+                    async with self._deadline(request.timeout_s):
+                        async for event in self.flow.stream(plan, request_id):
+                            queue.put_nowait(event)
+                self.characters += len(plan.text)
+                queue.put_nowait(None)
+            except Exception as exc:
+                queue.put_nowait(exc)
+
+        producer = asyncio.create_task(produce())
+        try:
+            while (item := await queue.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            producer.cancel()
+            with suppress(asyncio.CancelledError):
+                await producer
 
     def detect(self, text: str) -> list[tuple[Language, float]]:
         if not text.strip():

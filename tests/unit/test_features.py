@@ -363,3 +363,20 @@ async def test_stream_of_a_cached_text(api) -> None:
     assert got[0][1]["cached"] is True
     assert got[1] == ("delta", {"text": "HELLO WORLD", "segment": 0})
     assert got[-1][1]["cached"] is True
+
+
+async def test_closing_a_stream_aborts_its_engine_request(engine: FakeEngine) -> None:
+    _, service, _ = await make_client(engine)
+    engine.hold = asyncio.Event()
+    from serve_app.schemas import TranslateRequest
+
+    stream = service.translate_stream(TranslateRequest(**ITEM), "gone")
+    assert (await anext(stream))[0] == "start"
+    async with asyncio.timeout(5):  # the producer goes on into the engine
+        while not engine.active:
+            await asyncio.sleep(0.001)
+    assert service.in_flight == 1
+    await stream.aclose()  # the client went away
+    assert engine.cancelled == ["gone"]
+    assert service.in_flight == 0
+    assert engine.num_unfinished_requests() == 0
