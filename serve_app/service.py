@@ -285,4 +285,8 @@ async def _deadline(seconds: float) -> AsyncIterator[None]:
 
 
 def _item_error(index: int, exc: ServiceError) -> ItemError:
+    """An item's own error (4xx: its text, languages, options). The server's troubles (503
+    engine unavailable) fail the whole batch, so that clients retry it after Retry-After."""
+    if exc.status_code >= 500:
+        raise exc
     return ItemError(index=index, error=ErrorDetail(code=exc.code, message=exc.message))

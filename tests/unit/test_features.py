@@ -81,8 +81,8 @@ async def test_batch_reports_item_errors_and_translates_the_rest(api, engine: Fa
     assert body["usage"]["input_tokens"] == sum(len(r.prompt_token_ids) for r in engine.requests)
 
 
-async def test_batch_item_engine_error_does_not_fail_the_batch(api, engine: FakeEngine) -> None:
-    client, _ = api
+async def test_engine_trouble_fails_the_whole_batch_for_a_retry(api, engine: FakeEngine) -> None:
+    client, svc = api
     engine.hold = asyncio.Event()
     pending = asyncio.create_task(
         client.post("/translate/batch", json={"items": [ITEM, {**ITEM, "text": "Bye"}]})
@@ -94,9 +94,11 @@ async def test_batch_item_engine_error_does_not_fail_the_batch(api, engine: Fake
 
     engine.fail_with = EngineUnavailable("The engine stopped.", retry_after_s=1)
     engine.hold.set()
-    body = (await pending).json()
-    assert [r["error"]["code"] for r in body["results"]] == ["engine_unavailable"] * 2
-    assert body["failed"] == 2
+    r = await pending
+    assert r.status_code == 503
+    assert r.json()["error"]["code"] == "engine_unavailable"
+    assert r.headers["retry-after"] == "1"
+    assert svc.in_flight == 0
 
 
 # -- cache ------------------------------------------------------------------------------------
