@@ -12,6 +12,9 @@ from typing import Any
 
 # fastText reads one line; longer inputs add little accuracy and cost time.
 _MAX_CHARS = 2000
+# lid.176 has one label for Chinese; frequent characters written only in Traditional script
+# tell zh-Hant apart.
+_TRADITIONAL = frozenset("這們來個說時為會對國學與發後過還點開問應經當實從現動種麼裡體關")
 
 
 @dataclass(frozen=True)
@@ -36,4 +39,13 @@ class LanguageDetector:
         if self._detector is None:
             self.load()
         results = self._detector.detect(text, model="lite", k=k)
-        return [Candidate(str(r["lang"]), round(float(r["score"]), 4)) for r in results]
+        return [
+            Candidate(_script_variant(str(r["lang"]), text), round(float(r["score"]), 4))
+            for r in results
+        ]
+
+
+def _script_variant(code: str, text: str) -> str:
+    if code == "zh" and any(ch in _TRADITIONAL for ch in text):
+        return "zh-Hant"
+    return code

@@ -52,6 +52,11 @@ def test_common_languages(detector: LanguageDetector, text: str, code: str) -> N
     assert 0.5 < best.confidence <= 1.0
 
 
+def test_traditional_chinese_is_told_apart(detector: LanguageDetector) -> None:
+    assert detector.candidates("這是我們的學校，歡迎你來。")[0].code == "zh-Hant"
+    assert detector.candidates("这是我们的学校，欢迎你来。")[0].code == "zh"
+
+
 def test_candidates_are_ranked(detector: LanguageDetector) -> None:
     found = detector.candidates("Hola, ¿cómo estás?", k=3)
     assert len(found) == 3
