@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-ITEM = {"text": "Hello world, how are you?", "source_lang": "en", "target_lang": "de"}
+ITEM = {"text": "Good evening, dear friends.", "source_lang": "en", "target_lang": "de"}
 TIMEOUT = 180
 
 

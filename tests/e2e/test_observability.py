@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -84,8 +85,9 @@ def test_counters_match_the_traffic_sent(cluster: Cluster) -> None:
         )
         return out
 
-    wait_for(lambda: deltas() == {**expected, "invalid": 3})
-    assert deltas() == {**expected, "invalid": 3}
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: deltas() == {**expected, "invalid": 3})
+    assert deltas() == {**expected, "invalid": 3}  # on failure, shows which count differs
 
 
 def test_engine_metrics_per_replica(cluster: Cluster) -> None:
