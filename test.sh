@@ -5,11 +5,11 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
 cd "$root"
-bash scripts/setup_venv.sh test
+bash scripts/setup_venv.sh test,bench
 venv=${VENV:-$root/.venv}
 export PATH="$venv/bin:$PATH"
 
-ruff check serve_app tests
-ruff format --check serve_app tests
+ruff check serve_app bench tests
+ruff format --check serve_app bench tests
 mypy
 exec python -m pytest "$@"

@@ -28,10 +28,34 @@ sys.path.insert(0, str(ROOT))
 from serve_app.launcher import derive_config  # noqa: E402
 
 URL = "http://127.0.0.1:8000"
-WORDS = (
-    "the quick brown fox jumps over a lazy dog while the weather stays lovely and "
-    "everyone in the small town prepares for the festival next week"
-).split()
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "a",
+    "lazy",
+    "dog",
+    "while",
+    "the",
+    "weather",
+    "stays",
+    "lovely",
+    "and",
+    "everyone",
+    "in",
+    "the",
+    "small",
+    "town",
+    "prepares",
+    "for",
+    "the",
+    "festival",
+    "next",
+    "week",
+]
 
 
 def post(path: str, body: dict, timeout: float = 120) -> tuple[int, dict, float]:
@@ -84,15 +108,13 @@ def closed_loop(n_requests: int, concurrency: int, seed: int = 0) -> dict:
         "p95_s": round(lat[int(0.95 * (len(lat) - 1))], 3),
         "output_tokens_per_s": round(sum(r[1]["usage"]["output_tokens"] for r in ok) / wall, 1),
         "mean_input_tokens": round(statistics.mean(r[1]["usage"]["input_tokens"] for r in ok), 1),
-        "mean_output_tokens": round(
-            statistics.mean(r[1]["usage"]["output_tokens"] for r in ok), 1
-        ),
+        "mean_output_tokens": round(statistics.mean(r[1]["usage"]["output_tokens"] for r in ok), 1),
     }
 
 
 def api_checks() -> dict:
     item = {"text": "Hello world", "source_lang": "en", "target_lang": "de"}
-    cases = {
+    cases: dict[str, tuple[str, dict, int]] = {
         "ok": ("/translate", item, 200),
         "batch": ("/translate/batch", {"items": [item, {**item, "target_lang": "zh"}]}, 200),
         "blank": ("/translate", {**item, "text": " "}, 422),
@@ -142,7 +164,8 @@ def main() -> None:
         summary["runs"] = [closed_loop(ns.requests, 25, seed=s) for s in (2, 3)]
         gpu = subprocess.run(
             ["nvidia-smi", "--query-gpu=name,memory.used,memory.total", "--format=csv"],
-            capture_output=True, text=True,
+            capture_output=True,
+            text=True,
         )
         summary["nvidia_smi"] = gpu.stdout.strip()
     finally:

@@ -79,28 +79,30 @@ class EngineConfig(_Strict):
     def hf_token(self) -> str | None:
         return os.environ.get(self.hf_token_env) or None
 
+    def engine_kwargs(self) -> dict[str, Any]:
+        """The vLLM engine arguments, as keywords (``AsyncEngineArgs``, ``LLM``, CLI flags)."""
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "revision": self.revision,
+            "tokenizer": self.tokenizer,
+            "dtype": self.dtype,
+            "max_num_seqs": self.max_num_seqs,
+            "max_num_batched_tokens": self.max_num_batched_tokens,
+            "gpu_memory_utilization": self.gpu_memory_utilization,
+            "enable_chunked_prefill": self.enable_chunked_prefill,
+            "enforce_eager": self.enforce_eager,
+            "load_format": self.load_format,
+            "seed": self.seed,
+            "trust_remote_code": self.trust_remote_code,
+        }
+        if self.max_model_len is not None:
+            kwargs["max_model_len"] = self.max_model_len
+        return {**kwargs, **self.extra_engine_args}
+
     def to_engine_args(self) -> AsyncEngineArgs:
         from vllm.engine.arg_utils import AsyncEngineArgs
 
-        optional: dict[str, Any] = {}
-        if self.max_model_len is not None:
-            optional["max_model_len"] = self.max_model_len
-        return AsyncEngineArgs(
-            model=self.model,
-            revision=self.revision,
-            tokenizer=self.tokenizer,
-            dtype=self.dtype,
-            max_num_seqs=self.max_num_seqs,
-            max_num_batched_tokens=self.max_num_batched_tokens,
-            gpu_memory_utilization=self.gpu_memory_utilization,
-            enable_chunked_prefill=self.enable_chunked_prefill,
-            enforce_eager=self.enforce_eager,
-            load_format=self.load_format,
-            seed=self.seed,
-            trust_remote_code=self.trust_remote_code,
-            **optional,
-            **self.extra_engine_args,
-        )
+        return AsyncEngineArgs(**self.engine_kwargs())
 
 
 class SamplingConfig(_Strict):
@@ -110,6 +112,11 @@ class SamplingConfig(_Strict):
     top_p: float | None = Field(None, gt=0, le=1, description="Nucleus sampling mass.")
     top_k: int | None = Field(None, ge=-1, description="Top-k; -1 or 0 disables.")
     repetition_penalty: float | None = Field(None, gt=0, le=2, description="1 = none.")
+    ignore_eos: bool = Field(
+        False,
+        description="Benchmarks only: generate exactly the output budget, ignoring end of "
+        "sequence, so every system compared does the same work with random weights.",
+    )
 
 
 class PromptConfig(_Strict):

@@ -186,6 +186,8 @@ class TextTranslator:
             top_p=s.top_p if s.top_p is not None else 1.0,
             top_k=s.top_k if s.top_k is not None else -1,
             repetition_penalty=s.repetition_penalty or 1.0,
+            min_tokens=max_tokens if s.ignore_eos else 0,
+            ignore_eos=s.ignore_eos,
         )
 
     def _max_output_tokens(self, n_text: int, n_prompt: int) -> int:

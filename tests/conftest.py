@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         tier = Path(str(item.fspath)).parent.name
-        if tier in {"unit", "integration", "e2e"}:
+        if tier in {"unit", "integration", "e2e", "bench"}:
             item.add_marker(getattr(pytest.mark, tier))
 
 

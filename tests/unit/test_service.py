@@ -61,6 +61,21 @@ async def test_family_sampling_reaches_the_engine() -> None:
     )
 
 
+async def test_ignore_eos_forces_the_whole_output_budget() -> None:
+    service, engine = await started(
+        {
+            "prompt": {"sampling": {"ignore_eos": True}},
+            "limits": {"output_tokens_ratio": 1.0, "output_tokens_margin": 0},
+        }
+    )
+    await service.translate(request("one two three four"), "r")
+    sent = engine.requests[-1]
+    assert (sent.min_tokens, sent.max_tokens, sent.ignore_eos) == (4, 4, True)
+    service, engine = await started({})
+    await service.translate(request("one two"), "r")
+    assert (engine.requests[-1].min_tokens, engine.requests[-1].ignore_eos) == (0, False)
+
+
 async def test_startup_timeout_fails_the_replica() -> None:
     config = AppConfig.model_validate({"engine": {"startup_timeout_s": 0.05}})
     service = TranslationService(config, SlowStartEngine())

@@ -1,0 +1,166 @@
+"""Autotune: sweep ``max_num_seqs`` at the expected concurrency and recommend engine settings.
+
+    python -m bench.autotune --model MODEL_DIR --concurrency 25 --out DIR \
+        [--values 1,2,4,8,16,32,64] [--p95-target 2.0] [--load-format dummy]
+
+For each value the engine (vLLM AsyncLLM, in-process, the serve config's other settings) is
+started fresh and driven with the variable-length workload by --concurrency users. Recorded per
+value: RPS, p50/p95 latency, and decode time per output token (the mean over requests of
+(latency - time to first token) / (output tokens - 1), from vLLM's own request timings).
+
+The rule that picks the recommendation, stated: among the values whose p95 latency meets
+--p95-target (all values when no target is given), take the best RPS; then the smallest value
+whose RPS is within --tolerance (5%) of it. Larger batches that buy less than that only add
+latency and KV-cache memory. The recommended settings are written as a serve config derived
+from --serve-config (``autotune.yaml``), with ``autotune.json`` and ``autotune.md`` beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.loadgen import percentile, summarize
+from bench.report import plot_sweep
+from bench.systems import ROOT, bench_app_config
+from bench.targets import EngineTarget, Sample
+from bench.workloads import Item, make_workload, tokenizer_counter
+from serve_app.config import AppConfig
+from serve_app.engine import GenerationRequest
+from serve_app.launcher import derive_config
+
+
+async def _point(config: AppConfig, items: list[Item], concurrency: int) -> dict[str, Any]:
+    """One value of max_num_seqs: RPS, latency and decode time per token."""
+    target = EngineTarget(f"max_num_seqs={config.engine.max_num_seqs}", config)
+    await target.start(items)
+    try:
+        decode: list[float] = []
+        samples: list[Sample] = []
+        queue = list(reversed(items))
+        start = time.perf_counter()
+
+        async def user() -> None:
+            while queue:
+                item = queue.pop()
+                n = item.output_tokens
+                request = GenerationRequest(
+                    target.prompt_ids[item.text], max_tokens=n, min_tokens=n, ignore_eos=True
+                )
+                t0 = time.perf_counter()
+                g = await target.engine.generate(request, f"tune-{len(samples)}-{id(item)}")
+                latency = time.perf_counter() - t0
+                samples.append(Sample(t0 - start, latency, 200, g.input_tokens, g.output_tokens))
+                if g.ttft_s is not None and g.output_tokens > 1:
+                    decode.append((latency - g.ttft_s) / (g.output_tokens - 1))
+
+        await asyncio.gather(*(user() for _ in range(concurrency)))
+        summary = summarize(samples, time.perf_counter() - start)
+    finally:
+        await target.aclose()
+    per_token = sum(decode) / len(decode) if decode else None
+    return {
+        "max_num_seqs": config.engine.max_num_seqs,
+        **{k: summary[k] for k in ("rps", "p50_s", "p95_s", "p99_s", "output_tokens_per_s", "ok")},
+        "decode_ms_per_token": round(per_token * 1000, 3) if per_token else None,
+        "decode_p95_ms_per_token": round(1000 * (percentile(decode, 95) or 0), 3)
+        if decode
+        else None,
+    }
+
+
+def pick(
+    points: list[dict[str, Any]], p95_target: float | None, tolerance: float
+) -> dict[str, Any]:
+    """The stated rule: best RPS under the p95 target, then the smallest value within
+    ``tolerance`` of it."""
+    eligible = [p for p in points if p95_target is None or (p["p95_s"] or 1e9) <= p95_target]
+    if not eligible:
+        eligible = [min(points, key=lambda p: p["p95_s"] or 1e9)]
+    best = max(p["rps"] for p in eligible)
+    near = [p for p in eligible if p["rps"] >= (1 - tolerance) * best]
+    return min(near, key=lambda p: p["max_num_seqs"])
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.autotune", description=__doc__.split("\n")[0])
+    p.add_argument("--model", required=True)
+    p.add_argument("--serve-config", type=Path, default=ROOT / "serve_config.yaml")
+    p.add_argument("--load-format")
+    p.add_argument("--engine", default="{}", help="JSON: more engine settings")
+    p.add_argument("--values", default="1,2,4,8,16,32,64")
+    p.add_argument("--concurrency", type=int, default=25)
+    p.add_argument("--requests", type=int, default=300)
+    p.add_argument("--p95-target", type=float, help="seconds; none: no latency constraint")
+    p.add_argument("--tolerance", type=float, default=0.05)
+    p.add_argument("--out", type=Path, required=True)
+    return p
+
+
+async def sweep(ns: argparse.Namespace) -> dict[str, Any]:
+    engine = json.loads(ns.engine)
+    if ns.load_format:
+        engine["load_format"] = ns.load_format
+    items = make_workload("variable", ns.requests, seed=3, count_tokens=tokenizer_counter(ns.model))
+    points = []
+    for value in (int(v) for v in ns.values.split(",")):
+        config = bench_app_config(ns.serve_config, ns.model, {**engine, "max_num_seqs": value})
+        points.append(await _point(config, items, ns.concurrency))
+        print(json.dumps(points[-1]), flush=True)
+    chosen = pick(points, ns.p95_target, ns.tolerance)
+    return {
+        "concurrency": ns.concurrency,
+        "requests": ns.requests,
+        "p95_target_s": ns.p95_target,
+        "tolerance": ns.tolerance,
+        "points": points,
+        "recommended": chosen,
+    }
+
+
+def write(ns: argparse.Namespace, result: dict[str, Any]) -> None:
+    ns.out.mkdir(parents=True, exist_ok=True)
+    (ns.out / "autotune.json").write_text(json.dumps(result, indent=2))
+    value = result["recommended"]["max_num_seqs"]
+    config = derive_config(ns.serve_config, args={"engine": {"max_num_seqs": value}})
+    header = (
+        f"# Written by bench.autotune: max_num_seqs={value} gave "
+        f"{result['recommended']['rps']} RPS, p95 {result['recommended']['p95_s']} s at "
+        f"{result['concurrency']} concurrent requests (rule: see bench/autotune.py).\n"
+    )
+    (ns.out / "autotune.yaml").write_text(header + yaml.safe_dump(config, sort_keys=False))
+    rows = [
+        "| max_num_seqs | RPS | p50 s | p95 s | decode ms/token | out tok/s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in result["points"]:
+        mark = (
+            " **(recommended)**" if p is result["recommended"] or p == result["recommended"] else ""
+        )
+        rows.append(
+            f"| {p['max_num_seqs']}{mark} | {p['rps']} | {p['p50_s']} | {p['p95_s']} | "
+            f"{p['decode_ms_per_token']} | {p['output_tokens_per_s']} |"
+        )
+    (ns.out / "autotune.md").write_text("\n".join(rows) + "\n")
+    plot_sweep(
+        result["points"],
+        ns.out / "autotune.png",
+        f"max_num_seqs sweep at {result['concurrency']} users",
+    )
+
+
+def main() -> None:
+    ns = _parser().parse_args()
+    result = asyncio.run(sweep(ns))
+    write(ns, result)
+    print((ns.out / "autotune.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

