@@ -165,7 +165,7 @@ def test_json_logs_carry_request_ids_and_no_text(cluster: Cluster) -> None:
     ok = httpx.post(f"{cluster.url}/translate", json=item, timeout=60)
     late = httpx.post(
         f"{cluster.url}/translate",
-        json={**item, "timeout_s": 0.001},
+        json={**item, "timeout_s": 0.001, "cache": False},  # the same text: not from the cache
         headers={"X-Request-ID": request_id},
     )
     assert (ok.status_code, late.status_code) == (200, 504)
