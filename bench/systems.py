@@ -92,6 +92,8 @@ def bench_app_config(
             "request_timeout_s": 300,
         },
         "model_name": "bench",
+        # Every request is engine work, as in the peers compared (none has a cache).
+        "cache": {"enabled": False},
     }
     return AppConfig.model_validate(_merge(args, overrides))
 

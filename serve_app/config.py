@@ -164,6 +164,12 @@ class LimitsConfig(_Strict):
     max_request_timeout_s: float = Field(
         300, gt=0, description="Largest deadline a client may ask for with timeout_s."
     )
+    max_text_chars: int = Field(
+        100_000,
+        ge=1,
+        description="Longest text accepted, in characters (413 beyond). Texts over "
+        "max_input_tokens are split into pieces of at most that many tokens.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> LimitsConfig:
@@ -174,12 +180,38 @@ class LimitsConfig(_Strict):
         return self
 
 
+class CacheConfig(_Strict):
+    """The exact-match translation cache of each replica."""
+
+    enabled: bool = Field(True, description="Serve repeated identical requests from memory.")
+    max_entries: int = Field(100_000, ge=1, description="Most translations kept (LRU).")
+    max_bytes: int = Field(
+        64 * 1024 * 1024, ge=1024, description="Most memory the kept translations may take."
+    )
+
+
+class CompatConfig(_Strict):
+    """Drop-in endpoints for clients of other translation APIs."""
+
+    deepl: bool = Field(True, description="Serve the DeepL API v2 subset under /v2.")
+    libretranslate_prefix: str | None = Field(
+        "/libretranslate",
+        pattern=r"^/[A-Za-z0-9_/-]*[A-Za-z0-9_-]$",
+        description="Path prefix of the LibreTranslate API (None: off).",
+    )
+    deepl_character_limit: int = Field(
+        10**12, ge=1, description="character_limit reported by GET /v2/usage."
+    )
+
+
 class AppConfig(_Strict):
     """The whole application's configuration (the ``args`` of ``serve_config.yaml``)."""
 
     engine: EngineConfig = Field(default_factory=EngineConfig)
     prompt: PromptConfig = Field(default_factory=PromptConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    compat: CompatConfig = Field(default_factory=CompatConfig)
     model_name: str | None = Field(
         None, description="Model name reported in responses; default: engine.model."
     )

@@ -13,7 +13,8 @@ import asyncio
 import inspect
 import logging
 import os
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from serve_app.config import EngineConfig
@@ -38,6 +39,7 @@ class GenerationRequest:
     repetition_penalty: float = 1.0
     min_tokens: int = 0
     ignore_eos: bool = False
+    stream: bool = False
 
     def to_sampling_params(self) -> SamplingParams:
         from vllm import SamplingParams
@@ -51,8 +53,9 @@ class GenerationRequest:
             top_p=self.top_p,
             top_k=self.top_k if self.top_k > 0 else -1,
             repetition_penalty=self.repetition_penalty,
-            # Non-streaming: one output at the end instead of one per token.
-            output_kind=RequestOutputKind.FINAL_ONLY,
+            # Non-streaming: one output at the end instead of one per token; streaming:
+            # only the new text of each step.
+            output_kind=RequestOutputKind.DELTA if self.stream else RequestOutputKind.FINAL_ONLY,
         )
 
 
@@ -66,6 +69,17 @@ class Generation:
     ttft_s: float | None = None
 
 
+@dataclass(frozen=True)
+class GenerationChunk:
+    """New text of one step of a streamed generation; the last has ``finished`` set."""
+
+    text: str
+    output_tokens: int
+    finished: bool = False
+    input_tokens: int = 0
+    finish_reason: str | None = None
+
+
 class TranslationEngine(Protocol):
     """What the translation service needs from an engine."""
 
@@ -76,6 +90,10 @@ class TranslationEngine(Protocol):
     def count_tokens(self, text: str) -> int: ...
 
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation: ...
+
+    def generate_stream(
+        self, request: GenerationRequest, request_id: str
+    ) -> AsyncIterator[GenerationChunk]: ...
 
     async def check_health(self) -> None: ...
 
@@ -171,6 +189,31 @@ class VLLMEngine:
             queue_s=queue_s,
             ttft_s=ttft_s,
         )
+
+    async def generate_stream(
+        self, request: GenerationRequest, request_id: str
+    ) -> AsyncIterator[GenerationChunk]:
+        """The generation step by step (vLLM's DELTA outputs: only the new text each time)."""
+        from vllm.inputs import TokensPrompt
+
+        if self._llm is None or self._llm.errored:
+            raise EngineUnavailable("The engine is not running.", retry_after_s=1)
+        prompt = TokensPrompt(prompt_token_ids=request.prompt_token_ids)
+        params = replace(request, stream=True).to_sampling_params()
+        produced = 0
+        try:
+            async for output in self._llm.generate(prompt, params, request_id):
+                completion = output.outputs[0]
+                produced += len(completion.token_ids)
+                yield GenerationChunk(
+                    text=completion.text,
+                    output_tokens=produced,
+                    finished=output.finished,
+                    input_tokens=len(output.prompt_token_ids or request.prompt_token_ids),
+                    finish_reason=completion.finish_reason,
+                )
+        except _engine_dead_error() as exc:
+            raise EngineUnavailable("The engine stopped.", retry_after_s=1) from exc
 
     async def check_health(self) -> None:
         if self._llm is None:

@@ -9,6 +9,7 @@ are logged with the request id and replaced by a generic one: internals are not 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from fastapi import FastAPI, Request
@@ -51,6 +52,18 @@ class UnsupportedLanguagePair(ServiceError):
     code = "unsupported_language_pair"
 
 
+class UnsupportedOption(ServiceError):
+    """A request option (glossary, context, formality) the configured model cannot follow."""
+
+    status_code = 400
+    code = "unsupported_option"
+
+
+class LanguageDetectionFailed(ServiceError):
+    status_code = 400
+    code = "language_detection_failed"
+
+
 class TextTooLong(ServiceError):
     status_code = 413
     code = "text_too_long"
@@ -86,6 +99,33 @@ def error_body(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
+# Compatibility APIs (DeepL, LibreTranslate) answer errors in their own shapes: a format maps
+# (status, code, message) to the status and body that API documents.
+ErrorFormat = Callable[[int, str, str], tuple[int, dict[str, Any]]]
+
+
+def register_error_format(app: FastAPI, prefix: str, fmt: ErrorFormat) -> None:
+    """Errors of requests under path ``prefix`` are shaped by ``fmt``."""
+    if not hasattr(app.state, "error_formats"):
+        app.state.error_formats = []
+    app.state.error_formats.append((prefix.rstrip("/") + "/", fmt))
+
+
+def _respond(
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    path = request.url.path
+    for prefix, fmt in getattr(request.app.state, "error_formats", []):
+        if path.startswith(prefix):
+            status, body = fmt(status, code, message)
+            return JSONResponse(body, status_code=status, headers=headers)
+    return JSONResponse(error_body(code, message), status_code=status, headers=headers)
+
+
 def _request_id(request: Request) -> str:
     return str(getattr(request.state, "request_id", "-"))
 
@@ -114,12 +154,17 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 async def _on_service_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ServiceError)
-    return service_error_response(exc, _request_id(request))
+    if exc.status_code >= 500:
+        logger.warning("request %s failed: %s (%s)", _request_id(request), exc.code, exc.message)
+    headers = None
+    if exc.retry_after_s is not None:
+        headers = {"Retry-After": str(exc.retry_after_s)}
+    return _respond(request, exc.status_code, exc.code, exc.message, headers)
 
 
 async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    return JSONResponse(error_body(InvalidRequest.code, _validation_message(exc)), status_code=422)
+    return _respond(request, 422, InvalidRequest.code, _validation_message(exc))
 
 
 async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -127,18 +172,16 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == 400:
         # FastAPI's "error parsing the body": not UTF-8, or not decodable at all.
         message = f"Invalid request: the body could not be parsed ({exc.detail})."
-        return JSONResponse(error_body(InvalidRequest.code, message), status_code=422)
+        return _respond(request, 422, InvalidRequest.code, message)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    return JSONResponse(
-        error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers
-    )
+    return _respond(request, exc.status_code, code, str(exc.detail), exc.headers)
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     request_id = _request_id(request)
     logger.exception("request %s failed unexpectedly", request_id, exc_info=exc)
     message = f"Internal error; quote request id {request_id} when reporting it."
-    return JSONResponse(error_body("internal_error", message), status_code=500)
+    return _respond(request, 500, "internal_error", message)
 
 
 def install_error_handlers(app: FastAPI) -> None:

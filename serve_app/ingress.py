@@ -13,13 +13,17 @@ import uuid
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.responses import StreamingResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from serve_app.compat_deepl import deepl_router
+from serve_app.compat_libre import libre_router
 from serve_app.errors import EngineUnavailable, ServiceError, install_error_handlers
 from serve_app.metrics import ServiceMetrics, endpoint_label
 from serve_app.schemas import (
     BatchTranslateRequest,
     BatchTranslateResponse,
+    CacheStatsResponse,
     HealthResponse,
     LanguagesResponse,
     ReadinessResponse,
@@ -27,10 +31,16 @@ from serve_app.schemas import (
     TranslateResponse,
 )
 from serve_app.service import TranslationService
+from serve_app.sse import HEADERS, sse_stream
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 _ERROR = {"description": 'Error: {"error": {"code": ..., "message": ...}}'}
 _ERRORS: dict[int | str, dict[str, Any]] = {code: _ERROR for code in (400, 413, 422, 503, 504)}
+_STREAM: dict[str, Any] = {
+    "description": "text/event-stream: events start, delta (text as generated), done (the "
+    'whole response) or error ({"error": {"code", "message"}}).',
+    "content": {"text/event-stream": {}},
+}
 
 
 class RequestIdMiddleware:
@@ -163,4 +173,31 @@ def create_app(service: TranslationService, replica_id: str | None = None) -> Fa
             engine_requests=service.engine.num_unfinished_requests(),
         )
 
+    _add_feature_routes(app, service)
+    _install_compat(app, service)
     return app
+
+
+def _add_feature_routes(app: FastAPI, service: TranslationService) -> None:
+    @app.post("/translate/stream", responses={**_ERRORS, 200: _STREAM})
+    async def translate_stream(body: TranslateRequest, request: Request) -> StreamingResponse:
+        """Translates one text, streamed as server-sent events as it is generated."""
+        request.state.pair = service.pair_labels([body])
+        request_id = request.state.request_id
+        events = service.translate_stream(body, request_id)
+        return StreamingResponse(
+            sse_stream(events, request_id), media_type="text/event-stream", headers=HEADERS
+        )
+
+    @app.get("/cache", response_model=CacheStatsResponse)
+    async def cache_stats() -> CacheStatsResponse:
+        """This replica's translation cache: hits, misses, size."""
+        return service.cache_stats()
+
+
+def _install_compat(app: FastAPI, service: TranslationService) -> None:
+    compat = service.config.compat
+    if compat.deepl:
+        deepl_router(app, service)
+    if compat.libretranslate_prefix:
+        libre_router(app, service, compat.libretranslate_prefix)

@@ -33,7 +33,9 @@ BATCH_BUCKETS: list[float] = [1, 2, 4, 8, 16, 32, 64, 128]
 # Endpoints are labelled by route; anything else is "other", so labels stay bounded.
 ENDPOINTS = frozenset(
     {"/translate", "/translate/batch", "/languages", "/healthz", "/readyz", "/docs",
-     "/openapi.json"}
+     "/openapi.json", "/translate/stream", "/cache", "/v2/translate", "/v2/languages",
+     "/v2/usage", "/libretranslate/translate", "/libretranslate/languages",
+     "/libretranslate/detect"}
 )  # fmt: skip
 
 Pair = tuple[str, str]
@@ -57,6 +59,8 @@ class ServiceMetrics(Protocol):
     def rejected(self, reason: str) -> None: ...
 
     def load(self, in_flight: int) -> None: ...
+
+    def cache(self, hit: bool) -> None: ...
 
 
 class NoMetrics:
@@ -83,6 +87,9 @@ class NoMetrics:
         pass
 
     def load(self, in_flight: int) -> None:
+        pass
+
+    def cache(self, hit: bool) -> None:
         pass
 
 
@@ -129,6 +136,11 @@ class RayServeMetrics:
             description="Requests refused by the replica (overloaded, engine unavailable).",
             tag_keys=("reason",),
         )
+        self._cache = m.Counter(
+            "translator_cache_lookups",
+            description="Translation cache lookups by result (hit: no engine work).",
+            tag_keys=("result",),
+        )
         self._in_flight = m.Gauge(
             "translator_engine_requests_in_flight",
             description="Engine requests the replica has admitted and not finished.",
@@ -171,6 +183,9 @@ class RayServeMetrics:
 
     def load(self, in_flight: int) -> None:
         self._in_flight.set(in_flight)
+
+    def cache(self, hit: bool) -> None:
+        self._cache.inc(tags={"result": "hit" if hit else "miss"})
 
 
 def endpoint_label(path: str) -> str:

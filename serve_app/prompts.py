@@ -10,6 +10,11 @@ sampling its model card recommends. Templates follow the model cards:
   of the target language; no chat template.
 - ``translategemma`` (google/translategemma-*): Gemma turns around the card's translator prompt.
 - ``chat``: any chat model (Qwen3, Llama...) through its chat template, thinking disabled.
+
+Options (``PromptOptions``): term pairs (glossary), surrounding context and formality. Each
+family lists the ones its model is documented to follow in ``supports``: HY-MT1.5's card gives
+templates for terminology and context; a chat model takes all three as instructions; the
+others take none (the service answers 400 when one is asked for).
 """
 
 from __future__ import annotations
@@ -36,11 +41,38 @@ class RawPrompt:
 Prompt = ChatPrompt | RawPrompt
 
 
+@dataclass(frozen=True)
+class PromptOptions:
+    """What a request adds to the plain translation instruction."""
+
+    glossary: tuple[tuple[str, str], ...] = ()
+    context: str | None = None
+    formality: str = "default"  # default | formal | informal
+
+    def requested(self) -> set[str]:
+        asked = {"glossary": bool(self.glossary), "context": bool(self.context)}
+        asked["formality"] = self.formality != "default"
+        return {name for name, on in asked.items() if on}
+
+    def for_text(self, text: str) -> PromptOptions:
+        """Only the glossary entries whose source term occurs in ``text`` (a piece of a long
+        document need not carry the others)."""
+        lowered = text.casefold()
+        terms = tuple((s, t) for s, t in self.glossary if s.casefold() in lowered)
+        return PromptOptions(terms, self.context, self.formality)
+
+
+NO_OPTIONS = PromptOptions()
+
+
 class PromptFamily(Protocol):
     languages: tuple[str, ...]
     sampling: SamplingConfig
+    supports: frozenset[str]
 
-    def build(self, source: Language, target: Language, text: str) -> Prompt: ...
+    def build(
+        self, source: Language, target: Language, text: str, options: PromptOptions = NO_OPTIONS
+    ) -> Prompt: ...
 
 
 _HY_MT_LANGUAGES = (
@@ -62,23 +94,51 @@ class HyMtPrompts:
     # The model cards' recommended decoding.
     sampling = SamplingConfig(temperature=0.7, top_p=0.6, top_k=20, repetition_penalty=1.05)
     english = "Translate the following segment into {target}, without additional explanation."
+    # HY-MT1.5's card: terminology intervention and contextual translation templates.
+    terms = "参考下面的翻译：\n{terms}\n\n"
+    term = "{source} 翻译成 {target}"
+    context = (
+        "{context}\n参考上面的信息，把下面的文本翻译成{target}，"
+        "注意不需要翻译上文，也不要额外解释：\n{text}"
+    )
 
-    def __init__(self, chinese: str) -> None:
+    def __init__(self, chinese: str, supports: frozenset[str]) -> None:
         self.chinese = chinese
+        self.supports = supports
 
-    def build(self, source: Language, target: Language, text: str) -> Prompt:
+    def build(
+        self, source: Language, target: Language, text: str, options: PromptOptions = NO_OPTIONS
+    ) -> Prompt:
+        if options.glossary or options.context:
+            return ChatPrompt(
+                [{"role": "user", "content": self._with_options(target, text, options)}]
+            )
         if source.code in _CHINESE or target.code in _CHINESE:
             instruction = self.chinese.format(target=target.zh_name)
         else:
             instruction = self.english.format(target=target.name)
         return ChatPrompt([{"role": "user", "content": f"{instruction}\n\n{text}"}])
 
+    def _with_options(self, target: Language, text: str, options: PromptOptions) -> str:
+        head = ""
+        if options.glossary:
+            lines = "\n".join(self.term.format(source=s, target=t) for s, t in options.glossary)
+            head = self.terms.format(terms=lines)
+        if options.context:
+            return head + self.context.format(
+                context=options.context, target=target.zh_name, text=text
+            )
+        return head + self.chinese.format(target=target.zh_name) + "\n" + text
+
 
 class SeedXPrompts:
     languages: tuple[str, ...] = _SEED_X_LANGUAGES
     sampling = SamplingConfig(temperature=0.0)
+    supports: frozenset[str] = frozenset()
 
-    def build(self, source: Language, target: Language, text: str) -> Prompt:
+    def build(
+        self, source: Language, target: Language, text: str, options: PromptOptions = NO_OPTIONS
+    ) -> Prompt:
         return RawPrompt(
             f"Translate the following {source.name} sentence into {target.name}:\n"
             f"{text} <{target.code}>"
@@ -88,8 +148,11 @@ class SeedXPrompts:
 class TranslateGemmaPrompts:
     languages: tuple[str, ...] = tuple(c for c in ALL_LANGUAGES if c not in {"bo", "ug", "yue"})
     sampling = SamplingConfig(temperature=0.0)
+    supports: frozenset[str] = frozenset()
 
-    def build(self, source: Language, target: Language, text: str) -> Prompt:
+    def build(
+        self, source: Language, target: Language, text: str, options: PromptOptions = NO_OPTIONS
+    ) -> Prompt:
         s, t = source, target
         body = (
             f"You are a professional {s.name} ({s.code}) to {t.name} ({t.code}) translator. "
@@ -103,15 +166,24 @@ class TranslateGemmaPrompts:
         return RawPrompt(f"<start_of_turn>user\n{body}<end_of_turn>\n<start_of_turn>model\n")
 
 
+_FORMALITY = {
+    "formal": "Use a formal, polite register.",
+    "informal": "Use an informal, casual register.",
+}
+
+
 class ChatPrompts:
     languages: tuple[str, ...] = tuple(ALL_LANGUAGES)
     sampling = SamplingConfig(temperature=0.0)
+    supports: frozenset[str] = frozenset({"glossary", "context", "formality"})
 
     def __init__(self, system_prompt: str | None, template_kwargs: dict[str, Any]) -> None:
         self.system_prompt = system_prompt
         self.template_kwargs = template_kwargs
 
-    def build(self, source: Language, target: Language, text: str) -> Prompt:
+    def build(
+        self, source: Language, target: Language, text: str, options: PromptOptions = NO_OPTIONS
+    ) -> Prompt:
         instruction = (
             f"Translate the following text from {source.name} to {target.name}. "
             "Reply with the translation only, without explanations."
@@ -119,15 +191,32 @@ class ChatPrompts:
         messages: list[dict[str, Any]] = []
         if self.system_prompt:
             messages.append({"role": "system", "content": self.system_prompt})
-        messages.append({"role": "user", "content": f"{instruction}\n\n{text}"})
+        content = f"{instruction}{_chat_options(options)}\n\n{text}"
+        messages.append({"role": "user", "content": content})
         return ChatPrompt(messages, dict(self.template_kwargs))
+
+
+def _chat_options(options: PromptOptions) -> str:
+    parts = []
+    if options.formality in _FORMALITY:
+        parts.append(_FORMALITY[options.formality])
+    if options.glossary:
+        terms = "\n".join(f"- {s} -> {t}" for s, t in options.glossary)
+        parts.append(f"Translate these terms as given:\n{terms}")
+    if options.context:
+        parts.append(f"Context, for reference only (do not translate it):\n{options.context}")
+    return "".join(f"\n\n{p}" for p in parts)
 
 
 def make_prompt_family(config: PromptConfig) -> PromptFamily:
     if config.family == "hy_mt":
-        return HyMtPrompts("将以下文本翻译为{target}，注意只需要输出翻译后的结果，不要额外解释：")
+        return HyMtPrompts(
+            "将以下文本翻译为{target}，注意只需要输出翻译后的结果，不要额外解释：",
+            frozenset({"glossary", "context"}),
+        )
     if config.family == "hunyuan_mt":
-        return HyMtPrompts("把下面的文本翻译成{target}，不要额外解释。")
+        # Hunyuan-MT-7B's card documents no terminology or context templates.
+        return HyMtPrompts("把下面的文本翻译成{target}，不要额外解释。", frozenset())
     if config.family == "seed_x":
         return SeedXPrompts()
     if config.family == "translategemma":

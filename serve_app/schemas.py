@@ -7,23 +7,60 @@ is checked by the translation service before anything reaches the engine.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.config import JsonDict
 
 _EXAMPLE: JsonDict = {"text": "Hello, world!", "source_lang": "en", "target_lang": "de"}
 
+Formality = Literal["default", "formal", "informal"]
+
+
+class GlossaryEntry(BaseModel):
+    """A term and the translation it must get."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(..., min_length=1, max_length=200, description="Term in the source text.")
+    target: str = Field(..., min_length=1, max_length=200, description="Its required translation.")
+
 
 class TextItem(BaseModel):
-    """One text and its language pair."""
+    """One text, its language pair and options. Content errors of a batch item (blank text,
+    languages, options) are reported for that item; the others are still translated."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [_EXAMPLE]})
 
     text: str = Field(..., description="Text to translate (not empty, not only whitespace).")
-    source_lang: str = Field(
-        ..., max_length=35, description="BCP-47 code of the text's language: en, zh, pt-BR..."
+    source_lang: str | None = Field(
+        "auto",
+        max_length=35,
+        description="BCP-47 code of the text's language (en, zh, pt-BR...); 'auto' or "
+        "omitted: detected, and reported in detected_source_lang.",
     )
     target_lang: str = Field(
         ..., max_length=35, description="BCP-47 code to translate into: de, zh-Hant..."
+    )
+    glossary: list[GlossaryEntry] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Terms and their required translations (model families that support it).",
+    )
+    context: str | None = Field(
+        None,
+        max_length=5000,
+        description="Surrounding text that helps the translation; not translated itself.",
+    )
+    formality: Formality = Field(
+        "default", description="Register: default, formal or informal (families that support it)."
+    )
+    cache: bool = Field(True, description="false: bypass the translation cache.")
+
+
+class TranslateRequest(TextItem):
+    timeout_s: float | None = Field(
+        None, gt=0, description="Deadline in seconds (default and maximum: server config)."
     )
 
     @field_validator("text")
@@ -32,12 +69,6 @@ class TextItem(BaseModel):
         if not value.strip():
             raise ValueError("text must not be empty or whitespace only")
         return value
-
-
-class TranslateRequest(TextItem):
-    timeout_s: float | None = Field(
-        None, gt=0, description="Deadline in seconds (default and maximum: server config)."
-    )
 
 
 class Usage(BaseModel):
@@ -51,6 +82,31 @@ class TranslateResponse(BaseModel):
     target_lang: str = Field(..., description="The target language used (canonical code).")
     model: str
     usage: Usage
+    detected_source_lang: str | None = Field(
+        None, description="The detected language, when source_lang was 'auto' or omitted."
+    )
+    detection_confidence: float | None = Field(
+        None, description="Confidence of the detection, 0 to 1."
+    )
+    cached: bool = Field(False, description="Served from the translation cache (no GPU).")
+    segments: int = Field(1, description="Pieces a long text was split into.")
+    truncated: bool = Field(
+        False,
+        description="A sentence's translation hit the output token limit and may be "
+        "incomplete (pieces that hit it are first re-split at sentence ends).",
+    )
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ItemError(BaseModel):
+    """A batch item that could not be translated; the others still are."""
+
+    index: int
+    error: ErrorDetail
 
 
 class BatchTranslateRequest(BaseModel):
@@ -66,7 +122,10 @@ class BatchTranslateRequest(BaseModel):
 
 
 class BatchTranslateResponse(BaseModel):
-    results: list[TranslateResponse]
+    results: list[TranslateResponse | ItemError] = Field(
+        ..., description="One per item, in order: a translation or the item's error."
+    )
+    failed: int = Field(0, description="Items answered with an error.")
     usage: Usage = Field(..., description="Totals over the batch.")
 
 
@@ -79,6 +138,17 @@ class LanguageInfo(BaseModel):
 class LanguagesResponse(BaseModel):
     model: str
     languages: list[LanguageInfo]
+
+
+class CacheStatsResponse(BaseModel):
+    enabled: bool
+    hits: int = Field(..., description="Lookups answered from the cache (no engine work).")
+    misses: int
+    evictions: int = Field(..., description="Entries dropped to stay within the bounds.")
+    entries: int
+    bytes: int = Field(..., description="Memory the entries take (approximately).")
+    max_entries: int
+    max_bytes: int
 
 
 class HealthResponse(BaseModel):

@@ -1,37 +1,41 @@
 """The translation service: from a validated request to the engine and back.
 
-It owns what sits between HTTP and the engine: resolving languages, building and tokenizing
-the prompt, the token limits, admission control (503 when the replica's engine holds enough
-work), deadlines (504, which cancels and so aborts the engine request) and the engine's
-lifecycle (start with a timeout, shutdown). It knows nothing of HTTP or Ray.
+It owns what sits between HTTP and the engine for whole requests: batches (per-item errors),
+admission control (503 when the replica's engine holds enough work), deadlines (504, which
+cancels and so aborts the engine requests) and the engine's lifecycle (start with a timeout,
+shutdown). The flow of each text (languages, detection, cache, splitting, prompts, hygiene)
+is ``textflow``'s. It knows nothing of HTTP or Ray.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
-from collections.abc import AsyncIterator, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, suppress
+from dataclasses import asdict
 
 from serve_app.config import AppConfig
-from serve_app.engine import GenerationRequest, TranslationEngine
+from serve_app.engine import TranslationEngine
 from serve_app.errors import (
     BatchTooLarge,
     DeadlineExceeded,
     EngineStartupError,
     EngineUnavailable,
+    InvalidRequest,
     Overloaded,
     ServiceError,
     TextTooLong,
 )
 from serve_app.languages import Language, LanguageRegistry
 from serve_app.metrics import NoMetrics, Pair, ServiceMetrics
-from serve_app.prompts import effective_sampling, make_prompt_family
+from serve_app.prompts import make_prompt_family
 from serve_app.schemas import (
     BatchTranslateRequest,
     BatchTranslateResponse,
+    CacheStatsResponse,
+    ErrorDetail,
+    ItemError,
     LanguageInfo,
     LanguagesResponse,
     TextItem,
@@ -39,20 +43,9 @@ from serve_app.schemas import (
     TranslateResponse,
     Usage,
 )
+from serve_app.textflow import Event, Plan, TextTranslator, gather_all
 
 logger = logging.getLogger("ray.serve.translator")
-
-# No tokenizer of the supported families packs more characters than this into one token of
-# ordinary text, so longer texts are refused without spending time tokenizing them.
-_MAX_CHARS_PER_TOKEN = 32
-
-
-@dataclass(frozen=True)
-class _Job:
-    source: Language
-    target: Language
-    characters: int
-    generation: GenerationRequest
 
 
 def language_registry(config: AppConfig) -> LanguageRegistry:
@@ -79,13 +72,17 @@ class TranslationService:
         self.limits = config.limits
         self.engine = engine
         self.family = make_prompt_family(config.prompt)
-        self.sampling = effective_sampling(self.family, config.prompt.sampling)
         self.languages = language_registry(config)
         self.ready = False
         self.in_flight = 0
+        self.characters = 0  # translated by this replica (DeepL's /v2/usage)
+        self.flow = TextTranslator(
+            config, engine, self.family, self.languages, self.metrics, self._require_ready
+        )
 
     async def start(self) -> None:
         timeout = self.config.engine.startup_timeout_s
+        await asyncio.to_thread(self.flow.detector.load)
         try:
             await asyncio.wait_for(self.engine.start(), timeout)
         except TimeoutError as exc:
@@ -105,45 +102,107 @@ class TranslationService:
     # -- requests -------------------------------------------------------------------------
 
     async def translate(self, request: TranslateRequest, request_id: str) -> TranslateResponse:
-        job = self._prepare(request)
-        with self._admit(1):
+        plan = self.flow.plan(request)
+        self._check_pieces(plan.engine_requests, TextTooLong)
+        with self._admit(plan.engine_requests):
             async with self._deadline(request.timeout_s):
-                return await self._run(job, request_id)
+                response = await self.flow.run(plan, request_id)
+        self.characters += len(plan.text)
+        return response
 
     async def translate_batch(
         self, request: BatchTranslateRequest, request_id: str
     ) -> BatchTranslateResponse:
+        """Translates the items concurrently; an item that fails gets its error in its place
+        (the others are still translated). Limits, overload and the deadline apply to the
+        whole batch."""
         if len(request.items) > self.limits.max_batch_items:
             raise BatchTooLarge(
                 f"A batch holds at most {self.limits.max_batch_items} items; "
                 f"got {len(request.items)}."
             )
-        jobs = [self._prepare(item, index) for index, item in enumerate(request.items)]
-        self.metrics.batch(len(jobs))
-        with self._admit(len(jobs)):
+        plans = [self._plan_item(index, item) for index, item in enumerate(request.items)]
+        self.metrics.batch(len(plans))
+        n = sum(p.engine_requests for p in plans if isinstance(p, Plan))
+        self._check_pieces(n, BatchTooLarge)
+        with self._admit(n):
             async with self._deadline(request.timeout_s):
-                results = await _gather_all(
-                    [self._run(job, f"{request_id}-{i}") for i, job in enumerate(jobs)]
+                results = await gather_all(
+                    [self._run_item(i, p, f"{request_id}-{i}") for i, p in enumerate(plans)]
                 )
+        done = [r for r in results if isinstance(r, TranslateResponse)]
         usage = Usage(
-            input_tokens=sum(r.usage.input_tokens for r in results),
-            output_tokens=sum(r.usage.output_tokens for r in results),
+            input_tokens=sum(r.usage.input_tokens for r in done),
+            output_tokens=sum(r.usage.output_tokens for r in done),
         )
-        return BatchTranslateResponse(results=results, usage=usage)
+        return BatchTranslateResponse(results=results, failed=len(results) - len(done), usage=usage)
 
-    def pair_labels(self, items: list[TextItem]) -> Pair:
-        """Metric labels for a request's language pair: canonical codes, or "invalid" /
-        "mixed", so label values stay bounded whatever clients send."""
+    def translate_stream(self, request: TranslateRequest, request_id: str) -> AsyncIterator[Event]:
+        """Validates now (errors are plain 4xx answers), then streams events; errors once
+        the stream has started are the stream's ``error`` event (see ``sse``)."""
+        plan = self.flow.plan(request)
+        self._check_pieces(plan.engine_requests, TextTooLong)
+        self._check_capacity(plan.engine_requests)
+        return self._stream(plan, request, request_id)
+
+    async def _stream(
+        self, plan: Plan, request: TranslateRequest, request_id: str
+    ) -> AsyncIterator[Event]:
+        """Events from a producer task. The deadline must not span this generator's yields
+        (its cancellation would land in whoever consumes the stream), so the producer owns
+        admission and the deadline; closing the stream (client gone) cancels the producer,
+        which aborts the engine request."""
+        queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue()
+
+        async def produce() -> None:
+            try:
+                with self._admit(plan.engine_requests):
+                    async with self._deadline(request.timeout_s):
+                        async for event in self.flow.stream(plan, request_id):
+                            queue.put_nowait(event)
+                self.characters += len(plan.text)
+                queue.put_nowait(None)
+            except Exception as exc:
+                queue.put_nowait(exc)
+
+        producer = asyncio.create_task(produce())
+        try:
+            while (item := await queue.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            producer.cancel()
+            with suppress(asyncio.CancelledError):
+                await producer
+
+    def detect(self, text: str) -> list[tuple[Language, float]]:
+        if not text.strip():
+            raise InvalidRequest("Invalid request: text must not be empty or whitespace only.")
+        return self.flow.detect(text)
+
+    def cache_stats(self) -> CacheStatsResponse:
+        cache = self.flow.cache
+        if cache is None:
+            c = self.config.cache
+            return CacheStatsResponse(
+                enabled=False, hits=0, misses=0, evictions=0, entries=0, bytes=0,
+                max_entries=c.max_entries, max_bytes=c.max_bytes,
+            )  # fmt: skip
+        return CacheStatsResponse(enabled=True, **asdict(cache.stats()))
+
+    def pair_labels(self, items: Sequence[TextItem]) -> Pair:
+        """Metric labels for a request's language pair: canonical codes ("auto" for a detected
+        source), or "invalid" / "mixed", so label values stay bounded whatever clients send."""
         pairs = set()
         for item in items:
+            auto = item.source_lang is None or item.source_lang.strip().lower() == "auto"
             try:
-                src, tgt = (
-                    self.languages.resolve(item.source_lang),
-                    self.languages.resolve(item.target_lang),
-                )
+                src = "auto" if auto else self.languages.resolve(item.source_lang or "").code
+                tgt = self.languages.resolve(item.target_lang).code
             except ServiceError:
                 return ("invalid", "invalid")
-            pairs.add((src.code, tgt.code))
+            pairs.add((src, tgt))
         return pairs.pop() if len(pairs) == 1 else ("mixed", "mixed")
 
     def list_languages(self) -> LanguagesResponse:
@@ -155,48 +214,32 @@ class TranslationService:
 
     # -- steps ----------------------------------------------------------------------------
 
-    def _prepare(self, item: TextItem, index: int | None = None) -> _Job:
-        """Validates one text against languages and limits; errors name the batch index."""
+    def _plan_item(self, index: int, item: TextItem) -> Plan | ItemError:
         try:
-            return self._build_job(item)
+            return self.flow.plan(item)
         except ServiceError as exc:
-            if index is not None:
-                exc.message = f"items[{index}]: {exc.message}"
-                exc.args = (exc.message,)
-            raise
+            return _item_error(index, exc)
 
-    def _build_job(self, item: TextItem) -> _Job:
-        source, target = self.languages.resolve_pair(item.source_lang, item.target_lang)
-        limit = self.limits.max_input_tokens
-        if len(item.text) > limit * _MAX_CHARS_PER_TOKEN:
-            raise TextTooLong(f"Text is longer than the limit of {limit} tokens.")
-        self._require_ready()
-        n_text = self.engine.count_tokens(item.text)
-        if n_text > limit:
-            raise TextTooLong(f"Text has {n_text} tokens; the limit is {limit}.")
-        prompt_ids = self.engine.encode(self.family.build(source, target, item.text))
-        max_tokens = self._max_output_tokens(n_text, len(prompt_ids))
-        s = self.sampling
-        generation = GenerationRequest(
-            prompt_token_ids=prompt_ids,
-            max_tokens=max_tokens,
-            temperature=s.temperature if s.temperature is not None else 0.0,
-            top_p=s.top_p if s.top_p is not None else 1.0,
-            top_k=s.top_k if s.top_k is not None else -1,
-            repetition_penalty=s.repetition_penalty or 1.0,
-            min_tokens=max_tokens if s.ignore_eos else 0,
-            ignore_eos=s.ignore_eos,
-        )
-        return _Job(source, target, len(item.text), generation)
+    async def _run_item(
+        self, index: int, plan: Plan | ItemError, request_id: str
+    ) -> TranslateResponse | ItemError:
+        if isinstance(plan, ItemError):
+            return plan
+        try:
+            response = await self.flow.run(plan, request_id)
+        except ServiceError as exc:
+            return _item_error(index, exc)
+        self.characters += len(plan.text)
+        return response
 
-    def _max_output_tokens(self, n_text: int, n_prompt: int) -> int:
-        lim = self.limits
-        budget = math.ceil(lim.output_tokens_ratio * n_text) + lim.output_tokens_margin
-        room = (self.config.engine.max_model_len or 1 << 30) - n_prompt
-        max_tokens = min(lim.max_output_tokens, budget, room)
-        if max_tokens < 1:
-            raise TextTooLong("The prompt leaves no room for a translation in the context.")
-        return max_tokens
+    def _check_pieces(self, n: int, error: type[ServiceError]) -> None:
+        """A request needing more engine requests than a replica ever holds can never run."""
+        if n > self.limits.max_engine_requests:
+            raise error(
+                f"The request needs {n} engine requests (long texts are split into pieces of "
+                f"{self.limits.max_input_tokens} tokens); a replica holds at most "
+                f"{self.limits.max_engine_requests}."
+            )
 
     def _require_ready(self) -> None:
         if not self.ready:
@@ -206,12 +249,7 @@ class TranslationService:
     @contextmanager
     def _admit(self, n: int) -> Iterator[None]:
         """Counts engine requests in flight; refuses work beyond the replica's limit."""
-        if self.in_flight + n > self.limits.max_engine_requests:
-            self.metrics.rejected("overloaded")
-            raise Overloaded(
-                "The server is at capacity; retry after the delay given in Retry-After.",
-                retry_after_s=self.limits.retry_after_s,
-            )
+        self._check_capacity(n)
         self.in_flight += n
         self.metrics.load(self.in_flight)
         try:
@@ -220,27 +258,17 @@ class TranslationService:
             self.in_flight -= n
             self.metrics.load(self.in_flight)
 
+    def _check_capacity(self, n: int) -> None:
+        if self.in_flight + n > self.limits.max_engine_requests:
+            self.metrics.rejected("overloaded")
+            raise Overloaded(
+                "The server is at capacity; retry after the delay given in Retry-After.",
+                retry_after_s=self.limits.retry_after_s,
+            )
+
     def _deadline(self, requested: float | None) -> AbstractAsyncContextManager[None]:
         seconds = min(requested or self.limits.request_timeout_s, self.limits.max_request_timeout_s)
         return _deadline(seconds)
-
-    async def _run(self, job: _Job, request_id: str) -> TranslateResponse:
-        result = await self.engine.generate(job.generation, request_id)
-        self.metrics.translation(
-            (job.source.code, job.target.code),
-            job.characters,
-            result.input_tokens,
-            result.output_tokens,
-            result.queue_s,
-            result.ttft_s,
-        )
-        return TranslateResponse(
-            translation=result.text.strip(),
-            source_lang=job.source.code,
-            target_lang=job.target.code,
-            model=self.config.served_model_name,
-            usage=Usage(input_tokens=result.input_tokens, output_tokens=result.output_tokens),
-        )
 
 
 @asynccontextmanager
@@ -256,11 +284,9 @@ async def _deadline(seconds: float) -> AsyncIterator[None]:
         raise DeadlineExceeded(f"The translation did not finish within {seconds:g}s.") from exc
 
 
-async def _gather_all(coros: list) -> list[TranslateResponse]:
-    """Runs all; on the first failure cancels the rest (aborting them) and raises it."""
-    try:
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(c) for c in coros]
-    except BaseExceptionGroup as group_error:
-        raise group_error.exceptions[0] from None
-    return [t.result() for t in tasks]
+def _item_error(index: int, exc: ServiceError) -> ItemError:
+    """An item's own error (4xx: its text, languages, options). The server's troubles (503
+    engine unavailable) fail the whole batch, so that clients retry it after Retry-After."""
+    if exc.status_code >= 500:
+        raise exc
+    return ItemError(index=index, error=ErrorDetail(code=exc.code, message=exc.message))

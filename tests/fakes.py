@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Callable
 
 from serve_app.config import EngineConfig
-from serve_app.engine import Generation, GenerationRequest
+from serve_app.engine import Generation, GenerationChunk, GenerationRequest
 from serve_app.prompts import ChatPrompt, Prompt
 
 
@@ -26,6 +27,12 @@ class FakeEngine:
         self.active: set[str] = set()
         self.cancelled: list[str] = []
         self.requests: list[GenerationRequest] = []
+        # finish_reason "length" for prompts holding this marker (a translation cut short).
+        self.truncate_marker: str | None = None
+        # Streaming fails with ``fail_with`` after this many chunks (an error mid-stream).
+        self.fail_after_chunks: int | None = None
+        # The "translation" of a prompt's text; default: the prompt's text back.
+        self.reply: Callable[[str], str] | None = None
 
     async def start(self) -> None:
         self.started = True
@@ -50,7 +57,41 @@ class FakeEngine:
                 raise self.fail_with
             text = "".join(chr(i) for i in request.prompt_token_ids)
             out = min(3, request.max_tokens)
-            return Generation(text, len(request.prompt_token_ids), out, "stop")
+            return Generation(
+                self.reply(text) if self.reply is not None else text,
+                len(request.prompt_token_ids),
+                out,
+                self._finish_reason(text),
+            )
+        except asyncio.CancelledError:
+            self.cancelled.append(request_id)
+            raise
+        finally:
+            self.active.discard(request_id)
+
+    def _finish_reason(self, prompt: str) -> str:
+        marked = self.truncate_marker is not None and self.truncate_marker in prompt
+        return "length" if marked else "stop"
+
+    async def generate_stream(
+        self, request: GenerationRequest, request_id: str
+    ) -> AsyncIterator[GenerationChunk]:
+        """The fake translation in chunks of 4 characters."""
+        self.requests.append(request)
+        self.active.add(request_id)
+        try:
+            prompt = "".join(chr(i) for i in request.prompt_token_ids)
+            text = self.reply(prompt) if self.reply is not None else prompt
+            chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
+            for n, chunk in enumerate(chunks, 1):
+                if self.hold is not None:
+                    await self.hold.wait()
+                if self.fail_after_chunks is not None and n > self.fail_after_chunks:
+                    raise self.fail_with or RuntimeError("engine failed")
+                last = n == len(chunks)
+                reason = self._finish_reason(prompt) if last else None
+                yield GenerationChunk(chunk, n, last, len(request.prompt_token_ids), reason)
+                await asyncio.sleep(0)
         except asyncio.CancelledError:
             self.cancelled.append(request_id)
             raise
@@ -77,6 +118,7 @@ class RecordingMetrics:
         self.batches: list[int] = []
         self.rejections: list[str] = []
         self.loads: list[int] = []
+        self.cache_lookups: list[bool] = []
 
     def request(self, endpoint: str, status: int, pair: tuple[str, str], seconds: float) -> None:
         assert seconds >= 0
@@ -101,3 +143,6 @@ class RecordingMetrics:
 
     def load(self, in_flight: int) -> None:
         self.loads.append(in_flight)
+
+    def cache(self, hit: bool) -> None:
+        self.cache_lookups.append(hit)

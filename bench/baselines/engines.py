@@ -20,10 +20,11 @@ import multiprocessing as mp
 import queue
 import threading
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from serve_app.config import EngineConfig
-from serve_app.engine import Generation, GenerationRequest
+from serve_app.engine import Generation, GenerationChunk, GenerationRequest
 from serve_app.prompts import ChatPrompt, Prompt
 
 _READY = "__ready__"
@@ -152,6 +153,13 @@ class QueueEngine:
         self._jobs.put((job_id, request.prompt_token_ids, sampling))
         text, n_in, n_out, finish = await future
         return Generation(text, n_in, n_out, finish)
+
+    async def generate_stream(
+        self, request: GenerationRequest, request_id: str
+    ) -> AsyncIterator[GenerationChunk]:
+        """The seeds' designs do not stream: the whole output comes as one chunk."""
+        r = await self.generate(request, request_id)
+        yield GenerationChunk(r.text, r.output_tokens, True, r.input_tokens, r.finish_reason)
 
     async def check_health(self) -> None:
         if not all(p.is_alive() for p in self._procs):

@@ -81,6 +81,10 @@ PANELS = [
         ("sum(rate(ray_vllm_num_preemptions_total[$__rate_interval]))", "preemptions"),
     ], "reqps"),
     ("Batch sizes", quantiles("ray_translator_batch_size")[:2], "short"),
+    ("Translation cache (lookups/s: hits cost no GPU)", [
+        ("sum by (result) (rate(ray_translator_cache_lookups_total[$__rate_interval]))",
+         "{{result}}"),
+    ], "reqps"),
 ]  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -45,7 +46,8 @@ def wait_for(check: Callable[[], bool], timeout: float = 90) -> None:
 
 def test_counters_match_the_traffic_sent(cluster: Cluster) -> None:
     before = scrape(cluster.metrics_url)
-    item = {"text": "Good morning to you", "source_lang": "en", "target_lang": "ko"}
+    # The cache is bypassed: every request here is engine work the counters must show.
+    item = {"text": "Good morning to you", "source_lang": "en", "target_lang": "ko", "cache": False}
     answers = [httpx.post(f"{cluster.url}/translate", json=item, timeout=60) for _ in range(6)]
     assert {r.status_code for r in answers} == {200}
     bad = [
@@ -63,7 +65,7 @@ def test_counters_match_the_traffic_sent(cluster: Cluster) -> None:
         ("ray_translator_requests_total", "/translate", "200"): 6,
         ("ray_translator_requests_total", "/translate/batch", "200"): 1,
         ("ray_translator_texts_total", None, None): 8,
-        ("ray_translator_characters_total", None, None): 8 * len(item["text"]),
+        ("ray_translator_characters_total", None, None): 8 * len(str(item["text"])),
         ("ray_translator_output_tokens_total", None, None): output_tokens,
     }
 
@@ -83,8 +85,9 @@ def test_counters_match_the_traffic_sent(cluster: Cluster) -> None:
         )
         return out
 
-    wait_for(lambda: deltas() == {**expected, "invalid": 3})
-    assert deltas() == {**expected, "invalid": 3}
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: deltas() == {**expected, "invalid": 3})
+    assert deltas() == {**expected, "invalid": 3}  # on failure, shows which count differs
 
 
 def test_engine_metrics_per_replica(cluster: Cluster) -> None:
@@ -162,7 +165,7 @@ def test_json_logs_carry_request_ids_and_no_text(cluster: Cluster) -> None:
     ok = httpx.post(f"{cluster.url}/translate", json=item, timeout=60)
     late = httpx.post(
         f"{cluster.url}/translate",
-        json={**item, "timeout_s": 0.001},
+        json={**item, "timeout_s": 0.001, "cache": False},  # the same text: not from the cache
         headers={"X-Request-ID": request_id},
     )
     assert (ok.status_code, late.status_code) == (200, 504)

@@ -125,3 +125,30 @@ async def test_missing_model_fails_start_with_a_clear_message(tmp_path: Path) ->
     message = str(info.value)
     assert str(tmp_path / "no-such-model") in message
     assert "local folder" in message
+
+
+async def test_streamed_generation_matches_the_final_one(service: TranslationService) -> None:
+    """vLLM's DELTA outputs: several chunks, and together the same text and token count as
+    the non-streamed (FINAL_ONLY) generation of the same greedy request."""
+    engine = service.engine
+    prompt = engine.encode(service.family.build(*service.languages.resolve_pair("en", "de"), "hi"))
+    request = GenerationRequest(prompt, max_tokens=40, min_tokens=40, ignore_eos=True)
+    final = await engine.generate(request, "final")
+    chunks = [c async for c in engine.generate_stream(request, "streamed")]
+    assert len(chunks) > 1
+    assert [c.finished for c in chunks] == [False] * (len(chunks) - 1) + [True]
+    assert chunks[-1].output_tokens == final.output_tokens == 40
+    assert chunks[-1].finish_reason == "length"
+    assert "".join(c.text for c in chunks) == final.text
+    assert engine.num_unfinished_requests() == 0
+
+
+async def test_closing_a_stream_aborts_the_engine_request(service: TranslationService) -> None:
+    engine = service.engine
+    prompt = engine.encode(service.family.build(*service.languages.resolve_pair("en", "de"), "x"))
+    request = GenerationRequest(prompt, max_tokens=1500, min_tokens=1500, ignore_eos=True)
+    stream = engine.generate_stream(request, "stream-abort")
+    await anext(stream)
+    assert engine.num_unfinished_requests() == 1
+    await stream.aclose()
+    await wait_until(lambda: engine.num_unfinished_requests() == 0, timeout=5)

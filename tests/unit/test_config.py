@@ -101,3 +101,23 @@ def test_builder_refuses_bad_args_before_any_replica_starts() -> None:
     with pytest.raises(ValueError, match="src:tgt"):
         build_app({"supported_language_pairs": ["en-de"]})
     assert build_app({}) is not None
+
+
+def test_issue5_keys_validate() -> None:
+    config = AppConfig.model_validate(
+        {
+            "limits": {"max_text_chars": 500},
+            "cache": {"enabled": False, "max_entries": 10, "max_bytes": 4096},
+            "compat": {"deepl": False, "libretranslate_prefix": "/lt"},
+        }
+    )
+    assert (config.limits.max_text_chars, config.cache.enabled) == (500, False)
+    assert config.compat.libretranslate_prefix == "/lt"
+    for bad in (
+        {"cache": {"max_bytes": 1}},
+        {"cache": {"size": 3}},
+        {"compat": {"libretranslate_prefix": "no-slash"}},
+        {"compat": {"libretranslate_prefix": "/trailing/"}},
+    ):
+        with pytest.raises(ValidationError):
+            AppConfig.model_validate(bad)

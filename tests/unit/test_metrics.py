@@ -55,6 +55,10 @@ async def test_translations_record_characters_and_tokens(setup) -> None:
     ]
     await client.post("/translate/batch", json={"items": [ITEM, ITEM]})
     assert metrics.batches == [2]
+    assert len(metrics.translations) == 1  # both items were cache hits
+    assert metrics.cache_lookups == [False, True, True]
+    uncached = {**ITEM, "cache": False}
+    await client.post("/translate/batch", json={"items": [uncached, uncached]})
     assert len(metrics.translations) == 3
 
 

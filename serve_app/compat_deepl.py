@@ -1,0 +1,155 @@
+"""DeepL API v2, the subset translation tools use: point a DeepL client at this service.
+
+``POST /v2/translate`` (JSON or form; ``text`` one or many, ``source_lang`` optional,
+``target_lang`` such as ``EN-US``, ``PT-BR``, ``ZH-HANS``; ``formality``, ``context``),
+``GET|POST /v2/languages?type=source|target`` and ``GET|POST /v2/usage``, answered in DeepL's
+shapes; errors are ``{"message": ...}`` with DeepL's statuses (400 for bad parameters, 403
+without an ``Authorization: DeepL-Auth-Key`` header, 413, 429/503 to retry). Glossaries are
+not offered (``glossary_id`` gets a 400); use the native API's inline ``glossary``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+
+from serve_app.compat_common import (
+    Params,
+    all_translated,
+    get_and_post,
+    make_item,
+    one,
+    read_params,
+)
+from serve_app.errors import InvalidRequest, ServiceError, UnsupportedOption, register_error_format
+from serve_app.schemas import BatchTranslateRequest, TextItem, TranslateResponse
+from serve_app.service import TranslationService
+
+_FORMALITY = {
+    "default": "default",
+    "more": "formal",
+    "less": "informal",
+    "prefer_more": "formal",
+    "prefer_less": "informal",
+}
+# DeepL's target codes for the variants it distinguishes; others are the code in capitals.
+_TARGETS = {
+    "en": ("EN-GB", "EN-US"),
+    "pt": ("PT-PT",),
+    "pt-BR": ("PT-BR",),
+    "zh": ("ZH-HANS",),
+    "zh-Hant": ("ZH-HANT",),
+}
+
+
+class Forbidden(ServiceError):
+    status_code = 403
+    code = "forbidden"
+
+
+def deepl_error(status: int, code: str, message: str) -> tuple[int, dict[str, Any]]:
+    # DeepL answers every invalid parameter with 400.
+    return (400 if status == 422 else status), {"message": message}
+
+
+def source_code(code: str) -> str:
+    """DeepL's source-language code: the base language in capitals (``zh-Hant`` -> ``ZH``)."""
+    return code.split("-")[0].upper()
+
+
+def _require_auth(request: Request, params: Params) -> None:
+    header = request.headers.get("authorization", "")
+    if not (header.startswith("DeepL-Auth-Key ") or one(params, "auth_key")):
+        raise Forbidden("Authorization failure: send 'Authorization: DeepL-Auth-Key <key>'.")
+
+
+def _formality(service: TranslationService, value: Any) -> str:
+    if value not in _FORMALITY:
+        raise InvalidRequest(f"Invalid formality '{value}'.")
+    if str(value).startswith("prefer_") and "formality" not in service.family.supports:
+        return "default"  # "prefer" means: where the target supports it
+    return _FORMALITY[value]
+
+
+async def _translate(service: TranslationService, request: Request) -> dict[str, Any]:
+    params = await read_params(request)
+    _require_auth(request, params)
+    texts, target = params.get("text"), one(params, "target_lang")
+    if not texts:
+        raise InvalidRequest("Parameter 'text' not specified.")
+    if not target:
+        raise InvalidRequest("Parameter 'target_lang' not specified.")
+    if one(params, "glossary_id"):
+        raise UnsupportedOption("Glossaries (glossary_id) are not supported by this server.")
+    source = one(params, "source_lang") or "auto"
+    formality = _formality(service, one(params, "formality", "default"))
+    common = {"source_lang": source, "target_lang": target, "formality": formality}
+    common["context"] = one(params, "context")
+    items = [make_item(text=t, **common) for t in texts if not _blank(t)]
+    results = iter(await _translated(service, items, request.state.request_id))
+    out = []
+    for text in texts:
+        if _blank(text):  # DeepL returns blank texts as they are
+            out.append({"detected_source_language": "", "text": text, "billed_characters": 0})
+            continue
+        r = next(results)
+        code = source_code(r.source_lang)
+        out.append({"detected_source_language": code, "text": r.translation})
+        out[-1]["billed_characters"] = len(text)
+    return {"translations": out}
+
+
+def _blank(text: Any) -> bool:
+    return isinstance(text, str) and not text.strip()
+
+
+async def _translated(
+    service: TranslationService, items: list[TextItem], request_id: str
+) -> list[TranslateResponse]:
+    if not items:
+        return []
+    batch = await service.translate_batch(BatchTranslateRequest(items=items), request_id)
+    return all_translated(batch)
+
+
+def _languages(service: TranslationService, kind: str) -> list[dict[str, Any]]:
+    if kind not in ("source", "target"):
+        raise InvalidRequest("Parameter 'type' must be 'source' or 'target'.")
+    formality = "formality" in service.family.supports
+    out: dict[str, dict[str, Any]] = {}
+    for code, lang in service.languages.languages.items():
+        if kind == "source":
+            out.setdefault(source_code(code), {"language": source_code(code), "name": lang.name})
+            continue
+        for target in _TARGETS.get(code, (code.upper(),)):
+            entry = {"language": target, "name": lang.name, "supports_formality": formality}
+            out.setdefault(target, entry)
+    return list(out.values())
+
+
+def deepl_router(app: FastAPI, service: TranslationService) -> None:
+    """Adds the DeepL endpoints and their error shape to ``app``."""
+    router = APIRouter(prefix="/v2", tags=["DeepL API v2 compatibility"])
+
+    @router.post("/translate")
+    async def translate(request: Request) -> dict[str, Any]:
+        """DeepL ``POST /v2/translate``."""
+        return await _translate(service, request)
+
+    @get_and_post(router, "/languages", "deepl_languages")
+    async def languages(request: Request) -> list[dict[str, Any]]:
+        """DeepL ``/v2/languages``: ``type=source`` (default) or ``type=target``."""
+        params = await read_params(request)
+        _require_auth(request, params)
+        return _languages(service, one(params, "type", "source"))
+
+    @get_and_post(router, "/usage", "deepl_usage")
+    async def usage(request: Request) -> dict[str, int]:
+        """DeepL ``/v2/usage``: characters this replica translated since it started."""
+        _require_auth(request, await read_params(request))
+        limit = service.config.compat.deepl_character_limit
+        return {"character_count": service.characters, "character_limit": limit}
+
+    app.include_router(router)
+    register_error_format(app, "/v2", deepl_error)

@@ -1,0 +1,358 @@
+"""The flow of one text: from a request item to its translation.
+
+``plan`` does everything that can fail before any engine work (blank text, length, languages
+with auto-detection, options the model supports, the cache lookup, splitting a long text into
+pieces and building their prompts), so errors surface before admission. ``run`` translates
+the pieces concurrently, cleans each output (``hygiene``), re-splits a piece whose
+translation ran out of tokens at its sentence ends (a single sentence that still does is
+reported as ``truncated``), reassembles the text with its original whitespace and fills the
+cache. ``stream`` does the same piece after piece, yielding the text as it is generated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from serve_app.cache import CachedTranslation, TranslationCache, cache_key
+from serve_app.config import AppConfig
+from serve_app.detect import Candidate, LanguageDetector
+from serve_app.engine import GenerationChunk, GenerationRequest, TranslationEngine
+from serve_app.errors import (
+    EngineUnavailable,
+    InvalidRequest,
+    LanguageDetectionFailed,
+    ServiceError,
+    TextTooLong,
+    UnsupportedOption,
+)
+from serve_app.hygiene import clean
+from serve_app.languages import Language, LanguageRegistry
+from serve_app.metrics import ServiceMetrics
+from serve_app.prompts import PromptFamily, PromptOptions, effective_sampling
+from serve_app.schemas import TextItem, TranslateResponse, Usage
+from serve_app.segment import Split, split_sentences, split_text
+
+logger = logging.getLogger("ray.serve.translator")
+
+T = TypeVar("T")
+Event = tuple[str, dict[str, Any]]
+
+# A piece whose translation hits the token limit is re-split at most this many times.
+_MAX_RESPLITS = 2
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated text, ready for the engine (or already answered by the cache)."""
+
+    text: str
+    source: Language
+    target: Language
+    detected: Candidate | None
+    options: PromptOptions
+    cache_key: str | None
+    cached: CachedTranslation | None
+    split: Split | None = None
+    jobs: tuple[GenerationRequest, ...] = ()
+
+    @property
+    def engine_requests(self) -> int:
+        return len(self.jobs)
+
+
+@dataclass(frozen=True)
+class _Out:
+    text: str
+    input_tokens: int
+    output_tokens: int
+    truncated: bool = False
+
+
+class TextTranslator:
+    def __init__(
+        self,
+        config: AppConfig,
+        engine: TranslationEngine,
+        family: PromptFamily,
+        languages: LanguageRegistry,
+        metrics: ServiceMetrics,
+        require_ready: Callable[[], None],
+    ) -> None:
+        self.config = config
+        self.limits = config.limits
+        self.engine = engine
+        self.family = family
+        self.sampling = effective_sampling(family, config.prompt.sampling)
+        self.languages = languages
+        self.metrics = metrics
+        self.require_ready = require_ready
+        self.detector = LanguageDetector()
+        c = config.cache
+        self.cache = TranslationCache(c.max_entries, c.max_bytes) if c.enabled else None
+
+    # -- planning -------------------------------------------------------------------------
+
+    def plan(self, item: TextItem) -> Plan:
+        text = item.text
+        if not text.strip():
+            raise InvalidRequest("Invalid request: text must not be empty or whitespace only.")
+        if len(text) > self.limits.max_text_chars:
+            raise TextTooLong(
+                f"Text has {len(text)} characters; the limit is {self.limits.max_text_chars}."
+            )
+        target = self.languages.resolve(item.target_lang)
+        source, detected = self._source(item.source_lang, text)
+        self.languages.resolve_pair(source.code, target.code)
+        options = self._options(item)
+        key = self._key(source, target, options, text) if self.cache and item.cache else None
+        cached = self._lookup(key)
+        plan = Plan(text, source, target, detected, options, key, cached)
+        if cached is not None:
+            return plan
+        self.require_ready()
+        split = split_text(text, self.limits.max_input_tokens, self.engine.count_tokens)
+        jobs = tuple(self._generation(plan, piece.text) for piece in split.pieces)
+        return Plan(text, source, target, detected, options, key, None, split, jobs)
+
+    def detect(self, text: str) -> list[tuple[Language, float]]:
+        """Offered languages ``text`` may be in, likeliest first, with confidences."""
+        found: dict[str, tuple[Language, float]] = {}
+        for candidate in self.detector.candidates(text):
+            try:
+                lang = self.languages.resolve(candidate.code)
+            except ServiceError:
+                continue
+            found.setdefault(lang.code, (lang, candidate.confidence))
+        return list(found.values())
+
+    def _source(self, raw: str | None, text: str) -> tuple[Language, Candidate | None]:
+        if raw is not None and raw.strip().lower() != "auto":
+            return self.languages.resolve(raw), None
+        found = self.detect(text)
+        if not found:
+            best = self.detector.candidates(text, k=1)
+            guess = f" (best guess '{best[0].code}')" if best else ""
+            raise LanguageDetectionFailed(
+                f"Could not detect a supported source language{guess}; give source_lang."
+            )
+        lang, confidence = found[0]
+        return lang, Candidate(lang.code, confidence)
+
+    def _options(self, item: TextItem) -> PromptOptions:
+        glossary = tuple((g.source, g.target) for g in item.glossary)
+        options = PromptOptions(glossary, item.context or None, item.formality)
+        missing = options.requested() - self.family.supports
+        if missing:
+            raise UnsupportedOption(
+                f"The configured model (prompt family '{self.config.prompt.family}') does not "
+                f"support {', '.join(sorted(missing))}."
+            )
+        return options
+
+    def _key(self, source: Language, target: Language, options: PromptOptions, text: str) -> str:
+        cfg = self.config
+        return cache_key(
+            cfg.served_model_name,
+            cfg.engine.model,
+            cfg.engine.revision,
+            cfg.prompt.model_dump(mode="json"),
+            self.sampling.model_dump(mode="json"),
+            cfg.limits.model_dump(mode="json", include={"max_input_tokens", "max_output_tokens"}),
+            [source.code, target.code, options.glossary, options.context, options.formality],
+            text,
+        )
+
+    def _lookup(self, key: str | None) -> CachedTranslation | None:
+        if key is None or self.cache is None:
+            return None
+        hit = self.cache.get(key)
+        self.metrics.cache(hit is not None)
+        return hit
+
+    def _generation(self, plan: Plan, text: str) -> GenerationRequest:
+        prompt = self.family.build(plan.source, plan.target, text, plan.options.for_text(text))
+        prompt_ids = self.engine.encode(prompt)
+        max_tokens = self._max_output_tokens(self.engine.count_tokens(text), len(prompt_ids))
+        s = self.sampling
+        return GenerationRequest(
+            prompt_token_ids=prompt_ids,
+            max_tokens=max_tokens,
+            temperature=s.temperature if s.temperature is not None else 0.0,
+            top_p=s.top_p if s.top_p is not None else 1.0,
+            top_k=s.top_k if s.top_k is not None else -1,
+            repetition_penalty=s.repetition_penalty or 1.0,
+            min_tokens=max_tokens if s.ignore_eos else 0,
+            ignore_eos=s.ignore_eos,
+        )
+
+    def _max_output_tokens(self, n_text: int, n_prompt: int) -> int:
+        lim = self.limits
+        budget = math.ceil(lim.output_tokens_ratio * n_text) + lim.output_tokens_margin
+        room = (self.config.engine.max_model_len or 1 << 30) - n_prompt
+        max_tokens = min(lim.max_output_tokens, budget, room)
+        if max_tokens < 1:
+            raise TextTooLong("The prompt leaves no room for a translation in the context.")
+        return max_tokens
+
+    # -- translating ----------------------------------------------------------------------
+
+    async def run(self, plan: Plan, request_id: str) -> TranslateResponse:
+        if plan.cached is not None:
+            c = plan.cached
+            return self._response(plan, c.translation, Usage(input_tokens=0, output_tokens=0), c)
+        assert plan.split is not None
+        pieces = plan.split.pieces
+        outs = await gather_all(
+            [
+                self._piece(plan, piece.text, job, _piece_id(request_id, i, len(pieces)))
+                for i, (piece, job) in enumerate(zip(pieces, plan.jobs, strict=True))
+            ]
+        )
+        return self._finish(plan, plan.split, outs)
+
+    async def _piece(
+        self, plan: Plan, text: str, job: GenerationRequest, request_id: str, depth: int = 0
+    ) -> _Out:
+        result = await self.engine.generate(job, request_id)
+        timings = (result.queue_s, result.ttft_s)
+        self._record(plan, text, result.input_tokens, result.output_tokens, *timings)
+        out = _Out(
+            clean(result.text, text, self.config.prompt.family),
+            result.input_tokens,
+            result.output_tokens,
+        )
+        if result.finish_reason != "length":
+            return out
+        halves = split_sentences(text, self.engine.count_tokens) if depth < _MAX_RESPLITS else None
+        if halves is None:
+            logger.warning("request %s: a translation hit the output token limit", request_id)
+            return _Out(out.text, out.input_tokens, out.output_tokens, truncated=True)
+        subs = await gather_all(
+            [
+                self._piece(
+                    plan, p.text, self._generation(plan, p.text), f"{request_id}-r{i}", depth + 1
+                )
+                for i, p in enumerate(halves.pieces)
+            ]
+        )
+        return _Out(
+            halves.join([s.text for s in subs]),
+            out.input_tokens + sum(s.input_tokens for s in subs),
+            out.output_tokens + sum(s.output_tokens for s in subs),
+            any(s.truncated for s in subs),
+        )
+
+    async def stream(self, plan: Plan, request_id: str) -> AsyncIterator[Event]:
+        """``start``, then ``delta`` events (each piece's raw output as generated, and the
+        whitespace between pieces), then ``done`` with the cleaned, reassembled response."""
+        yield "start", self._start_event(plan)
+        if plan.cached is not None:
+            c = plan.cached
+            yield "delta", {"text": c.translation, "segment": 0}
+            usage = Usage(input_tokens=0, output_tokens=0)
+            yield "done", self._response(plan, c.translation, usage, c).model_dump()
+            return
+        assert plan.split is not None
+        pieces, outs = plan.split.pieces, []
+        for i, (piece, job) in enumerate(zip(pieces, plan.jobs, strict=True)):
+            chunks: list[GenerationChunk] = []
+            async for chunk in self.engine.generate_stream(
+                job, _piece_id(request_id, i, len(pieces))
+            ):
+                chunks.append(chunk)
+                if chunk.text:
+                    yield "delta", {"text": chunk.text, "segment": i}
+            outs.append(self._streamed_piece(plan, piece.text, chunks))
+            if piece.sep and i < len(pieces) - 1:
+                yield "delta", {"text": piece.sep, "segment": i}
+        yield "done", self._finish(plan, plan.split, outs).model_dump()
+
+    def _finish(self, plan: Plan, split: Split, outs: list[_Out]) -> TranslateResponse:
+        """Reassembles the pieces, fills the cache and makes the response."""
+        done = CachedTranslation(
+            split.join([o.text for o in outs]), len(outs), any(o.truncated for o in outs)
+        )
+        self._store(plan, done)
+        usage = Usage(
+            input_tokens=sum(o.input_tokens for o in outs),
+            output_tokens=sum(o.output_tokens for o in outs),
+        )
+        return self._response(plan, done.translation, usage, done, cached=False)
+
+    def _streamed_piece(self, plan: Plan, text: str, chunks: list[GenerationChunk]) -> _Out:
+        if not chunks or not chunks[-1].finished:
+            raise EngineUnavailable("The engine ended the stream early.", retry_after_s=1)
+        last = chunks[-1]
+        self._record(plan, text, last.input_tokens, last.output_tokens)
+        raw = "".join(c.text for c in chunks)
+        family = self.config.prompt.family
+        truncated = last.finish_reason == "length"
+        return _Out(clean(raw, text, family), last.input_tokens, last.output_tokens, truncated)
+
+    def _start_event(self, plan: Plan) -> dict[str, Any]:
+        d = plan.detected
+        return {
+            "source_lang": plan.source.code,
+            "target_lang": plan.target.code,
+            "detected_source_lang": d.code if d else None,
+            "detection_confidence": d.confidence if d else None,
+            "segments": plan.cached.segments if plan.cached else len(plan.jobs),
+            "cached": plan.cached is not None,
+        }
+
+    def _record(
+        self,
+        plan: Plan,
+        text: str,
+        input_tokens: int,
+        output_tokens: int,
+        queue_s: float | None = None,
+        ttft_s: float | None = None,
+    ) -> None:
+        pair = (plan.source.code, plan.target.code)
+        self.metrics.translation(pair, len(text), input_tokens, output_tokens, queue_s, ttft_s)
+
+    def _store(self, plan: Plan, done: CachedTranslation) -> None:
+        if self.cache is not None and plan.cache_key is not None:
+            self.cache.put(plan.cache_key, done)
+
+    def _response(
+        self,
+        plan: Plan,
+        translation: str,
+        usage: Usage,
+        done: CachedTranslation,
+        cached: bool = True,
+    ) -> TranslateResponse:
+        d = plan.detected
+        return TranslateResponse(
+            translation=translation,
+            source_lang=plan.source.code,
+            target_lang=plan.target.code,
+            model=self.config.served_model_name,
+            usage=usage,
+            detected_source_lang=d.code if d else None,
+            detection_confidence=d.confidence if d else None,
+            cached=cached,
+            segments=done.segments,
+            truncated=done.truncated,
+        )
+
+
+def _piece_id(request_id: str, index: int, count: int) -> str:
+    return request_id if count == 1 else f"{request_id}-p{index}"
+
+
+async def gather_all(coros: list[Coroutine[Any, Any, T]]) -> list[T]:
+    """Runs all; on the first failure cancels the rest (aborting them) and raises it."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(c) for c in coros]
+    except BaseExceptionGroup as group_error:
+        raise group_error.exceptions[0] from None
+    return [t.result() for t in tasks]
