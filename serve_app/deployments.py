@@ -15,6 +15,7 @@ from collections.abc import Callable
 from fastapi import FastAPI
 from ray import serve
 
+from serve_app.autoscaling import replica_stats
 from serve_app.config import AppConfig, EngineConfig
 from serve_app.engine import TranslationEngine, VLLMEngine
 from serve_app.ingress import create_app
@@ -51,6 +52,10 @@ class TranslatorDeployment:
     async def check_health(self) -> None:
         """Raising here makes Ray Serve mark the replica unhealthy and replace it."""
         await self.service.check_health()
+
+    def record_autoscaling_stats(self) -> dict[str, float]:
+        """This replica's queue, for the queue-depth autoscaling policy (``autoscaling.py``)."""
+        return replica_stats(self.service.engine.load(), self.service.in_flight)
 
     def __del__(self) -> None:
         service = getattr(self, "service", None)

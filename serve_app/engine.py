@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from serve_app.autoscaling import EngineLoad, SchedulerStatsRecorder
 from serve_app.config import EngineConfig
 from serve_app.errors import EngineStartupError, EngineUnavailable
 from serve_app.prompts import ChatPrompt, Prompt
@@ -81,6 +82,8 @@ class TranslationEngine(Protocol):
 
     def num_unfinished_requests(self) -> int: ...
 
+    def load(self) -> EngineLoad: ...
+
     def shutdown(self) -> None: ...
 
 
@@ -97,6 +100,7 @@ class VLLMEngine:
         self.config = config
         self._llm: Any = None
         self._tokenizer: Any = None
+        self._scheduler_stats = SchedulerStatsRecorder()
 
     async def start(self) -> None:
         token = self.config.hf_token()
@@ -119,15 +123,17 @@ class VLLMEngine:
             self.config.to_engine_args(), stat_loggers=self._stat_loggers()
         )
 
-    def _stat_loggers(self) -> list[Any] | None:
-        """Inside Ray, vLLM's own metrics go to Ray's exporter, tagged with the replica."""
+    def _stat_loggers(self) -> list[Any]:
+        """Inside Ray, vLLM's own metrics go to Ray's exporter, tagged with the replica; the
+        scheduler's running/waiting counts are kept for the autoscaler."""
         import ray
 
-        if not (self.config.export_engine_metrics and ray.is_initialized()):
-            return None
-        from vllm.v1.metrics.ray_wrappers import RayPrometheusStatLogger
+        loggers: list[Any] = [self._scheduler_stats]
+        if self.config.export_engine_metrics and ray.is_initialized():
+            from vllm.v1.metrics.ray_wrappers import RayPrometheusStatLogger
 
-        return [RayPrometheusStatLogger]
+            loggers.append(RayPrometheusStatLogger)
+        return loggers
 
     def encode(self, prompt: Prompt) -> list[int]:
         tok = self._tokenizer
@@ -182,6 +188,9 @@ class VLLMEngine:
             return 0
         # AsyncLLM.get_num_unfinished_requests() is missing in vLLM 0.26; this is in both.
         return int(self._llm.output_processor.get_num_unfinished_requests())
+
+    def load(self) -> EngineLoad:
+        return self._scheduler_stats.load(self.num_unfinished_requests())
 
     def shutdown(self) -> None:
         if self._llm is not None:

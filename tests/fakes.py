@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from serve_app.autoscaling import EngineLoad
 from serve_app.config import EngineConfig
 from serve_app.engine import Generation, GenerationRequest
 from serve_app.prompts import ChatPrompt, Prompt
@@ -26,6 +27,7 @@ class FakeEngine:
         self.active: set[str] = set()
         self.cancelled: list[str] = []
         self.requests: list[GenerationRequest] = []
+        self.max_running: int | None = None  # beyond this, active requests count as waiting
 
     async def start(self) -> None:
         self.started = True
@@ -63,6 +65,11 @@ class FakeEngine:
 
     def num_unfinished_requests(self) -> int:
         return len(self.active)
+
+    def load(self) -> EngineLoad:
+        active = len(self.active)
+        running = active if self.max_running is None else min(active, self.max_running)
+        return EngineLoad(running=running, waiting=active - running)
 
     def shutdown(self) -> None:
         self.shut_down = True
