@@ -13,13 +13,14 @@ import asyncio
 import inspect
 import logging
 import os
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from serve_app.autoscaling import EngineLoad, SchedulerStatsRecorder
 from serve_app.config import EngineConfig
 from serve_app.errors import EngineStartupError, EngineUnavailable
-from serve_app.prompts import ChatPrompt, Prompt
+from serve_app.prompts import ChatPrompt, Prompt, escape_special_tokens, special_token_escaper
 
 if TYPE_CHECKING:
     from vllm import SamplingParams
@@ -76,6 +77,8 @@ class TranslationEngine(Protocol):
 
     def count_tokens(self, text: str) -> int: ...
 
+    def as_data(self, text: str) -> str: ...
+
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation: ...
 
     async def check_health(self) -> None: ...
@@ -101,6 +104,7 @@ class VLLMEngine:
         self._llm: Any = None
         self._tokenizer: Any = None
         self._scheduler_stats = SchedulerStatsRecorder()
+        self._special_tokens: re.Pattern[str] | None = None
 
     async def start(self) -> None:
         token = self.config.hf_token()
@@ -114,6 +118,7 @@ class VLLMEngine:
             raise EngineStartupError(startup_failure_message(self.config.model, exc)) from exc
         tokenizer = self._llm.get_tokenizer()
         self._tokenizer = await tokenizer if inspect.isawaitable(tokenizer) else tokenizer
+        self._special_tokens = special_token_escaper(_special_tokens(self._tokenizer))
 
     def _create(self) -> Any:
         from vllm.v1.engine.async_llm import AsyncLLM
@@ -150,6 +155,10 @@ class VLLMEngine:
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False))
+
+    def as_data(self, text: str) -> str:
+        """The text with the tokenizer's special tokens escaped (see ``prompts``)."""
+        return escape_special_tokens(text, self._special_tokens)
 
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
         from vllm.inputs import TokensPrompt
@@ -197,6 +206,14 @@ class VLLMEngine:
             logger.info("shutting down vLLM engine")
             self._llm.shutdown()
             self._llm = None
+
+
+def _special_tokens(tokenizer: Any) -> list[str]:
+    """Every special token string of a Hugging Face tokenizer, added ones included."""
+    tokens = list(getattr(tokenizer, "all_special_tokens", []))
+    added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+    tokens += [t.content for t in added.values() if getattr(t, "special", False)]
+    return tokens
 
 
 def _timings(stats: Any) -> tuple[float | None, float | None]:

@@ -174,7 +174,8 @@ class TranslationService:
         n_text = self.engine.count_tokens(item.text)
         if n_text > limit:
             raise TextTooLong(f"Text has {n_text} tokens; the limit is {limit}.")
-        prompt_ids = self.engine.encode(self.family.build(source, target, item.text))
+        text = self.engine.as_data(item.text)
+        prompt_ids = self.engine.encode(self.family.build(source, target, text))
         max_tokens = self._max_output_tokens(n_text, len(prompt_ids))
         s = self.sampling
         generation = GenerationRequest(

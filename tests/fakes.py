@@ -7,7 +7,9 @@ import asyncio
 from serve_app.autoscaling import EngineLoad
 from serve_app.config import EngineConfig
 from serve_app.engine import Generation, GenerationRequest
-from serve_app.prompts import ChatPrompt, Prompt
+from serve_app.prompts import ChatPrompt, Prompt, escape_special_tokens, special_token_escaper
+
+FAKE_SPECIAL_TOKENS = special_token_escaper(["<|im_start|>", "<|im_end|>"])
 
 
 class FakeEngine:
@@ -41,6 +43,9 @@ class FakeEngine:
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
+
+    def as_data(self, text: str) -> str:
+        return escape_special_tokens(text, FAKE_SPECIAL_TOKENS)
 
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
         self.requests.append(request)
