@@ -15,6 +15,7 @@ import signal
 import time
 from collections import Counter
 
+import psutil
 import pytest
 
 from serve_app.client import RETRYABLE_STATUSES, RetryPolicy, TranslationClient
@@ -35,7 +36,8 @@ RECOVERY_TIMEOUT_S = 420
 
 async def _kill_under_load(url: str, target: str) -> dict:
     victim = replica_processes()[0]
-    pid = victim.pid if target == "replica" else victim.engine_core_pid()
+    engine_core = victim.engine_core_pid()
+    pid = victim.pid if target == "replica" else engine_core
     bodies = [{**ITEM, "text": t} for t in texts(N, 3, 30, seed=21)]
     transport = RecordingTransport()
     policy = RetryPolicy(max_attempts=15, backoff_s=0.5, max_backoff_s=4)
@@ -54,6 +56,7 @@ async def _kill_under_load(url: str, target: str) -> dict:
         async with asyncio.timeout(RECOVERY_TIMEOUT_S):
             await running
     failed = [a for a in transport.attempts if a[0] != 200]
+    orphaned = _reap(engine_core)
     return {
         "target": target,
         "accepted": N,
@@ -65,9 +68,23 @@ async def _kill_under_load(url: str, target: str) -> dict:
         "failed_attempts": dict(Counter(str(s) for s, _ in failed)),
         "slowest_failed_attempt_s": round(max((d for _, d in failed), default=0.0), 2),
         "slowest_request_s": round(max(o.latency_s for o in load.outcomes), 2),
+        "engine_core_orphaned": orphaned,
         "victim": victim.replica_id,
         "replicas_after": sorted(replaced),
     }
+
+
+def _reap(pid: int) -> bool:
+    """Kills the victim's engine core if it outlived its replica (an orphan would hold its
+    memory until the machine stops); says whether it had to."""
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        process.kill()
+    except psutil.NoSuchProcess:
+        return False
+    return True
 
 
 @pytest.mark.parametrize("target", ["replica", "engine_core"])
