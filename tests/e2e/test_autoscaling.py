@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ import yaml
 from serve_app.client import RetryPolicy, TranslationClient
 from serve_app.launcher import derive_config
 from tests.conftest import ROOT
-from tests.e2e.conftest import _ray, _serve_bin, _stop, _wait_ready, free_port
+from tests.e2e.conftest import free_port, serve_cluster
 from tests.e2e.replicas import ITEM, replicas_answering, save_report, wait_for_replicas
 from tests.texts import texts
 
@@ -83,33 +82,10 @@ def scaling_cluster(
 ) -> Iterator[ScalingCluster]:
     port, dash_port, gcs_port = free_port(), free_port(), free_port()
     workdir = tmp_path_factory.mktemp("autoscaling")
-    path = workdir / "serve_config.autoscaling.yaml"
-    path.write_text(yaml.safe_dump(_config(tiny_model_dir, port), sort_keys=False))
-    env = {**os.environ, **PUSH_ENV, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    _ray("stop", "--force", env=env)
-    _ray(
-        "start", "--head", f"--port={gcs_port}", f"--dashboard-port={dash_port}",
-        "--num-cpus=2", "--disable-usage-stats", env=env,
-    )  # fmt: skip
-    log = (workdir / "serve.log").open("w")
-    proc = subprocess.Popen(
-        [_serve_bin(), "run", "--address", "auto", str(path)],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(proc, url, replicas=1)
+    ray_args = [f"--port={gcs_port}", f"--dashboard-port={dash_port}"]
+    config = _config(tiny_model_dir, port)
+    with serve_cluster(config, workdir, replicas=1, ray_args=ray_args, extra_env=PUSH_ENV) as url:
         yield ScalingCluster(url, f"http://127.0.0.1:{dash_port}")
-    except RuntimeError:
-        log.flush()
-        print((workdir / "serve.log").read_text()[-20000:])
-        raise
-    finally:
-        _stop(proc, env)
-        log.close()
 
 
 def _dashboard_headers() -> dict[str, str]:
