@@ -22,7 +22,7 @@ import psutil
 from serve_app.client import Outcome, TranslationClient
 
 ITEM = {"text": "Hello world, how are you?", "source_lang": "en", "target_lang": "de"}
-REPLICA_CLASS = "ServeReplica:translator:Translator"
+REPLICA_NAME = "SERVE_REPLICA::translator#Translator#"  # + the replica id
 
 
 @dataclass(frozen=True)
@@ -42,13 +42,12 @@ def replica_processes() -> list[ReplicaProcess]:
     ray_bin = str(Path(sys.executable).parent / "ray")
     out = subprocess.run(
         [ray_bin, "list", "actors", "--detail", "--format", "json", "--limit", "1000",
-         "--filter", f"class_name={REPLICA_CLASS}", "--filter", "state=ALIVE"],
+         "--filter", "state=ALIVE"],
         check=True, capture_output=True, text=True, timeout=120,
         env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
     ).stdout  # fmt: skip
-    actors = json.loads(out)
-    # Actor names are "SERVE_REPLICA::<app>#<deployment>#<replica id>".
-    return [ReplicaProcess(a["name"].rsplit("#", 1)[-1], int(a["pid"])) for a in actors]
+    actors = [a for a in json.loads(out) if (a.get("name") or "").startswith(REPLICA_NAME)]
+    return [ReplicaProcess(a["name"].removeprefix(REPLICA_NAME), int(a["pid"])) for a in actors]
 
 
 async def replicas_answering(client: httpx.AsyncClient, url: str, probes: int = 12) -> set[str]:
