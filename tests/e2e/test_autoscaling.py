@@ -43,6 +43,10 @@ AUTOSCALING = {
     "look_back_period_s": 5,
     "policy": {"policy_function": "serve_app.autoscaling:queue_depth_policy"},
 }
+# This cluster also runs with API keys (the shared one runs without): clients send one.
+API_KEY = "e2e-key-2"
+KEYS_ENV = {"TRANSLATOR_API_KEYS": f"e2e-key-1,{API_KEY}"}
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
 # Replicas and proxies push their metrics every second (default 10 s) so decisions are quick.
 PUSH_ENV = {
     "RAY_SERVE_REPLICA_AUTOSCALING_METRIC_PUSH_INTERVAL_S": "1",
@@ -64,8 +68,9 @@ def _config(tiny_model_dir: Path, port: int) -> dict:
             "engine": {"model": str(tiny_model_dir), "max_model_len": 2048},
             "prompt": {"family": "chat"},
             "limits": {"max_input_tokens": 512, "max_batch_items": 8},
+            "security": {"api_keys_env": "TRANSLATOR_API_KEYS"},
         },
-        runtime_env={"env_vars": {"VLLM_CPU_KVCACHE_SPACE": "1", **PUSH_ENV}},
+        runtime_env={"env_vars": {"VLLM_CPU_KVCACHE_SPACE": "1", **PUSH_ENV, **KEYS_ENV}},
         deployment={
             "autoscaling_config": AUTOSCALING,
             "max_ongoing_requests": 16,
@@ -234,6 +239,19 @@ def test_burst_scales_to_two_and_idle_returns_to_one(
     assert summary["lost"] == 0, summary
 
 
+def test_api_keys_through_the_proxy(scaling_cluster: ScalingCluster) -> None:
+    url = f"{scaling_cluster.url}/translate"
+    missing = httpx.post(url, json=ITEM, timeout=60)
+    assert missing.status_code == 401
+    assert missing.json()["error"]["code"] == "unauthorized"
+    assert missing.headers["www-authenticate"] == "Bearer"
+    wrong = httpx.post(url, json=ITEM, headers={"Authorization": "Bearer e2e-key-3"})
+    assert wrong.status_code == 401
+    assert httpx.post(url, json=ITEM, headers=AUTH, timeout=120).status_code == 200
+    assert httpx.post(url, json=ITEM, headers={"X-API-Key": "e2e-key-1"}, timeout=120).is_success
+    assert httpx.get(f"{scaling_cluster.url}/readyz").status_code == 200  # probes stay open
+
+
 async def _steady_load(client: httpx.AsyncClient, url: str, stop: asyncio.Event) -> list[int]:
     """4 loops of plain requests (no retries: a dropped request shows as a failure)."""
     bodies = [{**ITEM, "text": t} for t in texts(40, 10, 40, seed=51)]
@@ -252,7 +270,7 @@ async def _in_flight_across_redeploy(cluster: ScalingCluster, config_path: Path)
     """Steady traffic while `serve deploy` rolls out a changed config: the old replica stops
     taking requests, finishes those it has (graceful shutdown), the new one takes over."""
     stop = asyncio.Event()
-    async with httpx.AsyncClient(timeout=300) as client:
+    async with httpx.AsyncClient(timeout=300, headers=AUTH) as client:
         old = await replicas_answering(client, cluster.url)
         load = asyncio.create_task(_steady_load(client, cluster.url, stop))
         deploy = await asyncio.create_subprocess_exec(
