@@ -1,11 +1,13 @@
-"""Queue-depth autoscaling end to end, on a Ray cluster of its own (about 3-5 minutes).
+"""Queue-depth autoscaling, API keys and a redeploy, end to end, on a Ray cluster of their own
+(about 5-8 minutes: one start, one scale-up, one rolling update).
 
 `serve run` of the CPU config with the queue-depth policy (`serve_app.autoscaling`), min 1 and
-max 2 replicas, 1 CPU each on a 2-CPU Ray head. A sustained burst from the project's client
-must scale the deployment to 2 replicas; idle, it must return to 1. The timeline (outstanding
-requests, running replicas, completions per second) is written as JSON and a PNG plot
-(``RELIABILITY_OUT``, else the test's temporary folder). The file sorts first among the e2e
-tests: its cluster (`ray stop --force` at both ends) is gone before the shared one starts.
+max 2 replicas, 1 CPU each on a 2-CPU Ray head, API keys on. A sustained burst from the
+project's client must scale the deployment to 2 replicas; idle, it must return to 1. The
+timeline (outstanding requests, running replicas, answers per second) is written as JSON and a
+PNG plot (``RELIABILITY_OUT``, else the test's temporary folder). Then `serve deploy` of a
+changed config under steady traffic must answer every request. The file sorts first among the
+e2e tests: its cluster (`ray stop --force` at both ends) is gone before the shared one starts.
 """
 
 from __future__ import annotations
