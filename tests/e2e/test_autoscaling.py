@@ -174,7 +174,7 @@ async def _scenario(cluster: ScalingCluster) -> tuple[Timeline, dict]:
     policy = RetryPolicy(max_attempts=10, backoff_s=0.5, max_backoff_s=4)
     async with (
         httpx.AsyncClient(timeout=30) as probe,
-        TranslationClient(cluster.url, retry=policy, timeout_s=120) as client,
+        TranslationClient(cluster.url, retry=policy, timeout_s=120, api_key=API_KEY) as client,
     ):
         recorder = asyncio.create_task(timeline.record(probe, cluster.dashboard))
         await _wait_replicas(timeline, 1, 30)
