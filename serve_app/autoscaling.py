@@ -14,9 +14,13 @@ The controller unpickles this module by value: it imports nothing heavy.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any
+
+# Ray Serve's logger: in the controller, lines go to its log file.
+logger = logging.getLogger("ray.serve")
 
 # Names of the metrics a replica reports; the policy reads them back per replica.
 ENGINE_RUNNING = "engine_running"
@@ -134,4 +138,14 @@ def queue_depth_policy(ctx: Any) -> tuple[int, dict[str, Any]]:
         ctx.config.get_target_ongoing_requests(),
         (ctx.capacity_adjusted_min_replicas, ctx.capacity_adjusted_max_replicas),
     )
-    return desired, {"queue_depth": queued + sum(depths.values())}
+    depth = queued + sum(depths.values())
+    if desired != ctx.target_num_replicas:
+        logger.info(
+            "queue-depth policy: %.1f queued at proxies + %s at replicas, Ray Serve counts "
+            "%.1f -> %d replicas",
+            queued,
+            {str(r): round(d, 1) for r, d in depths.items()},
+            ctx.total_num_requests,
+            desired,
+        )
+    return desired, {"queue_depth": depth}
