@@ -37,6 +37,16 @@ class ReplicaProcess:
         raise LookupError(f"no engine core process under replica {self.replica_id}")
 
 
+def ray_cli_env() -> dict[str, str]:
+    """Environment for Ray's CLIs (`ray list`, `serve deploy`): the venv's, and the dashboard
+    token when ``~/.ray/auth_token`` exists (Ray 2.60's dashboard then requires it, and the
+    CLIs only send it with ``RAY_AUTH_MODE=token``)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    if (Path.home() / ".ray" / "auth_token").exists():
+        env["RAY_AUTH_MODE"] = "token"
+    return env
+
+
 def replica_processes() -> list[ReplicaProcess]:
     """Alive translator replicas of the local Ray cluster, with their PIDs."""
     ray_bin = str(Path(sys.executable).parent / "ray")
@@ -44,7 +54,7 @@ def replica_processes() -> list[ReplicaProcess]:
         [ray_bin, "list", "actors", "--detail", "--format", "json", "--limit", "1000",
          "--filter", "state=ALIVE"],
         check=True, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
+        env=ray_cli_env(),
     ).stdout  # fmt: skip
     actors = [a for a in json.loads(out) if (a.get("name") or "").startswith(REPLICA_NAME)]
     return [ReplicaProcess(a["name"].removeprefix(REPLICA_NAME), int(a["pid"])) for a in actors]

@@ -29,7 +29,13 @@ from serve_app.client import RetryPolicy, TranslationClient
 from serve_app.launcher import derive_config
 from tests.conftest import ROOT
 from tests.e2e.conftest import free_port, serve_cluster
-from tests.e2e.replicas import ITEM, replicas_answering, save_report, wait_for_replicas
+from tests.e2e.replicas import (
+    ITEM,
+    ray_cli_env,
+    replicas_answering,
+    save_report,
+    wait_for_replicas,
+)
 from tests.texts import texts
 
 UPSCALE_TIMEOUT_S = 360
@@ -277,7 +283,7 @@ async def _in_flight_across_redeploy(cluster: ScalingCluster, config_path: Path)
         load = asyncio.create_task(_steady_load(client, cluster.url, stop))
         deploy = await asyncio.create_subprocess_exec(
             str(Path(sys.executable).parent / "serve"), "deploy", str(config_path),
-            "--address", cluster.dashboard,
+            "--address", cluster.dashboard, env=ray_cli_env(),
         )  # fmt: skip
         async with asyncio.timeout(120):
             assert await deploy.wait() == 0
