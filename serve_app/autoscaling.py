@@ -139,7 +139,8 @@ def queue_depth_policy(ctx: Any) -> tuple[int, dict[str, Any]]:
         (ctx.capacity_adjusted_min_replicas, ctx.capacity_adjusted_max_replicas),
     )
     depth = queued + sum(depths.values())
-    if desired != ctx.target_num_replicas:
+    # The controller calls this every 0.1 s: say only what changes.
+    if desired != ctx.policy_state.get("desired", ctx.target_num_replicas):
         logger.info(
             "queue-depth policy: %.1f queued at proxies + %s at replicas, Ray Serve counts "
             "%.1f -> %d replicas",
@@ -148,4 +149,4 @@ def queue_depth_policy(ctx: Any) -> tuple[int, dict[str, Any]]:
             ctx.total_num_requests,
             desired,
         )
-    return desired, {"queue_depth": depth}
+    return desired, {"queue_depth": depth, "desired": desired}

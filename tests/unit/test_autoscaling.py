@@ -67,7 +67,7 @@ def per_replica(running: list[float], waiting: list[float], admitted: list[float
 def test_idle_deployment_stays_at_min() -> None:
     replicas, state = queue_depth_policy(context(per_replica([0], [0], [0])))
     assert replicas == 1
-    assert state == {"queue_depth": 0.0}
+    assert state == {"queue_depth": 0.0, "desired": 1}
 
 
 def test_queue_hidden_inside_the_engine_scales_out() -> None:
