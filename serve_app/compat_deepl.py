@@ -128,9 +128,15 @@ def _languages(service: TranslationService, kind: str) -> list[dict[str, Any]]:
     return list(out.values())
 
 
+# What DeepL's clients expect: {"message": ...} with DeepL's statuses (403: no auth key).
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"description": 'Error: {"message": ...}'} for code in (400, 401, 403, 413, 429, 503, 504)
+}
+
+
 def deepl_router(app: FastAPI, service: TranslationService) -> None:
     """Adds the DeepL endpoints and their error shape to ``app``."""
-    router = APIRouter(prefix="/v2", tags=["DeepL API v2 compatibility"])
+    router = APIRouter(prefix="/v2", tags=["DeepL API v2 compatibility"], responses=_ERRORS)
 
     @router.post("/translate")
     async def translate(request: Request) -> dict[str, Any]:

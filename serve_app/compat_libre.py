@@ -55,9 +55,15 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
     return body
 
 
+# LibreTranslate's error shape, {"error": ...}, with its statuses.
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"description": 'Error: {"error": ...}'} for code in (400, 401, 403, 413, 429, 503, 504)
+}
+
+
 def libre_router(app: FastAPI, service: TranslationService, prefix: str) -> None:
     """Adds the LibreTranslate endpoints under ``prefix`` and their error shape to ``app``."""
-    router = APIRouter(prefix=prefix, tags=["LibreTranslate compatibility"])
+    router = APIRouter(prefix=prefix, tags=["LibreTranslate compatibility"], responses=_ERRORS)
 
     @router.post("/translate")
     async def translate(request: Request) -> dict[str, Any]:

@@ -204,6 +204,22 @@ class CompatConfig(_Strict):
     )
 
 
+class SecurityConfig(_Strict):
+    """Optional API keys and the request body limit (see ``security.py``)."""
+
+    api_keys_env: str | None = Field(
+        None,
+        description="Name of an environment variable holding comma-separated API keys. "
+        "With any key configured, every route but /healthz and /readyz needs one (401).",
+    )
+    api_keys_file: str | None = Field(
+        None, description="Path of a file of API keys, one a line ('#' starts a comment)."
+    )
+    max_body_bytes: int = Field(
+        1 << 20, ge=1024, description="Largest request body accepted, in bytes (413 beyond)."
+    )
+
+
 class AppConfig(_Strict):
     """The whole application's configuration (the ``args`` of ``serve_config.yaml``)."""
 
@@ -212,6 +228,7 @@ class AppConfig(_Strict):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     compat: CompatConfig = Field(default_factory=CompatConfig)
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
     model_name: str | None = Field(
         None, description="Model name reported in responses; default: engine.model."
     )

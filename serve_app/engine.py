@@ -13,13 +13,15 @@ import asyncio
 import inspect
 import logging
 import os
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from serve_app.autoscaling import EngineLoad, SchedulerStatsRecorder
 from serve_app.config import EngineConfig
 from serve_app.errors import EngineStartupError, EngineUnavailable
-from serve_app.prompts import ChatPrompt, Prompt
+from serve_app.prompts import ChatPrompt, Prompt, escape_special_tokens, special_token_escaper
 
 if TYPE_CHECKING:
     from vllm import SamplingParams
@@ -89,6 +91,8 @@ class TranslationEngine(Protocol):
 
     def count_tokens(self, text: str) -> int: ...
 
+    def as_data(self, text: str) -> str: ...
+
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation: ...
 
     def generate_stream(
@@ -98,6 +102,8 @@ class TranslationEngine(Protocol):
     async def check_health(self) -> None: ...
 
     def num_unfinished_requests(self) -> int: ...
+
+    def load(self) -> EngineLoad: ...
 
     def shutdown(self) -> None: ...
 
@@ -115,6 +121,8 @@ class VLLMEngine:
         self.config = config
         self._llm: Any = None
         self._tokenizer: Any = None
+        self._scheduler_stats = SchedulerStatsRecorder()
+        self._special_tokens: re.Pattern[str] | None = None
 
     async def start(self) -> None:
         token = self.config.hf_token()
@@ -128,6 +136,7 @@ class VLLMEngine:
             raise EngineStartupError(startup_failure_message(self.config.model, exc)) from exc
         tokenizer = self._llm.get_tokenizer()
         self._tokenizer = await tokenizer if inspect.isawaitable(tokenizer) else tokenizer
+        self._special_tokens = special_token_escaper(special_tokens(self._tokenizer))
 
     def _create(self) -> Any:
         from vllm.v1.engine.async_llm import AsyncLLM
@@ -137,15 +146,17 @@ class VLLMEngine:
             self.config.to_engine_args(), stat_loggers=self._stat_loggers()
         )
 
-    def _stat_loggers(self) -> list[Any] | None:
-        """Inside Ray, vLLM's own metrics go to Ray's exporter, tagged with the replica."""
+    def _stat_loggers(self) -> list[Any]:
+        """Inside Ray, vLLM's own metrics go to Ray's exporter, tagged with the replica; the
+        scheduler's running/waiting counts are kept for the autoscaler."""
         import ray
 
-        if not (self.config.export_engine_metrics and ray.is_initialized()):
-            return None
-        from vllm.v1.metrics.ray_wrappers import RayPrometheusStatLogger
+        loggers: list[Any] = [self._scheduler_stats]
+        if self.config.export_engine_metrics and ray.is_initialized():
+            from vllm.v1.metrics.ray_wrappers import RayPrometheusStatLogger
 
-        return [RayPrometheusStatLogger]
+            loggers.append(RayPrometheusStatLogger)
+        return loggers
 
     def encode(self, prompt: Prompt) -> list[int]:
         tok = self._tokenizer
@@ -162,6 +173,10 @@ class VLLMEngine:
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False))
+
+    def as_data(self, text: str) -> str:
+        """The text with the tokenizer's special tokens escaped (see ``prompts``)."""
+        return escape_special_tokens(text, self._special_tokens)
 
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
         from vllm.inputs import TokensPrompt
@@ -226,11 +241,22 @@ class VLLMEngine:
         # AsyncLLM.get_num_unfinished_requests() is missing in vLLM 0.26; this is in both.
         return int(self._llm.output_processor.get_num_unfinished_requests())
 
+    def load(self) -> EngineLoad:
+        return self._scheduler_stats.load(self.num_unfinished_requests())
+
     def shutdown(self) -> None:
         if self._llm is not None:
             logger.info("shutting down vLLM engine")
             self._llm.shutdown()
             self._llm = None
+
+
+def special_tokens(tokenizer: Any) -> list[str]:
+    """Every special token string of a Hugging Face tokenizer, added ones included."""
+    tokens = list(getattr(tokenizer, "all_special_tokens", []))
+    added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+    tokens += [t.content for t in added.values() if getattr(t, "special", False)]
+    return tokens
 
 
 def _timings(stats: Any) -> tuple[float | None, float | None]:

@@ -74,6 +74,16 @@ class BatchTooLarge(ServiceError):
     code = "batch_too_large"
 
 
+class BodyTooLarge(ServiceError):
+    status_code = 413
+    code = "body_too_large"
+
+
+class Unauthorized(ServiceError):
+    status_code = 401
+    code = "unauthorized"
+
+
 class Overloaded(ServiceError):
     status_code = 503
     code = "overloaded"

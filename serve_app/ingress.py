@@ -30,12 +30,13 @@ from serve_app.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
+from serve_app.security import install_security
 from serve_app.service import TranslationService
 from serve_app.sse import HEADERS, sse_stream
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 _ERROR = {"description": 'Error: {"error": {"code": ..., "message": ...}}'}
-_ERRORS: dict[int | str, dict[str, Any]] = {code: _ERROR for code in (400, 413, 422, 503, 504)}
+_ERRORS: dict[int | str, dict[str, Any]] = {code: _ERROR for code in (400, 401, 413, 422, 503, 504)}
 _STREAM: dict[str, Any] = {
     "description": "text/event-stream: events start, delta (text as generated), done (the "
     'whole response) or error ({"error": {"code", "message"}}).',
@@ -127,6 +128,7 @@ def create_app(service: TranslationService, replica_id: str | None = None) -> Fa
         version="0.1.0",
     )
     install_error_handlers(app)
+    install_security(app, service.config.security)
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)
     app.add_middleware(RequestIdMiddleware)
     if replica_id:

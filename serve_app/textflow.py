@@ -175,7 +175,16 @@ class TextTranslator:
         return hit
 
     def _generation(self, plan: Plan, text: str) -> GenerationRequest:
-        prompt = self.family.build(plan.source, plan.target, text, plan.options.for_text(text))
+        # Everything a client wrote enters the prompt as data: special-token strings in it
+        # are escaped, so no text, context or glossary term can close the user's turn.
+        data = self.engine.as_data
+        options = plan.options.for_text(text)
+        options = PromptOptions(
+            tuple((data(s), data(t)) for s, t in options.glossary),
+            data(options.context) if options.context else None,
+            options.formality,
+        )
+        prompt = self.family.build(plan.source, plan.target, data(text), options)
         prompt_ids = self.engine.encode(prompt)
         max_tokens = self._max_output_tokens(self.engine.count_tokens(text), len(prompt_ids))
         s = self.sampling

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 
+from serve_app.autoscaling import EngineLoad
 from serve_app.config import EngineConfig
 from serve_app.engine import Generation, GenerationChunk, GenerationRequest
-from serve_app.prompts import ChatPrompt, Prompt
+from serve_app.prompts import ChatPrompt, Prompt, escape_special_tokens, special_token_escaper
+
+FAKE_SPECIAL_TOKENS = special_token_escaper(["<|im_start|>", "<|im_end|>"])
 
 
 class FakeEngine:
@@ -33,6 +36,7 @@ class FakeEngine:
         self.fail_after_chunks: int | None = None
         # The "translation" of a prompt's text; default: the prompt's text back.
         self.reply: Callable[[str], str] | None = None
+        self.max_running: int | None = None  # beyond this, active requests count as waiting
 
     async def start(self) -> None:
         self.started = True
@@ -46,6 +50,9 @@ class FakeEngine:
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
+
+    def as_data(self, text: str) -> str:
+        return escape_special_tokens(text, FAKE_SPECIAL_TOKENS)
 
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
         self.requests.append(request)
@@ -104,6 +111,11 @@ class FakeEngine:
 
     def num_unfinished_requests(self) -> int:
         return len(self.active)
+
+    def load(self) -> EngineLoad:
+        active = len(self.active)
+        running = active if self.max_running is None else min(active, self.max_running)
+        return EngineLoad(running=running, waiting=active - running)
 
     def shutdown(self) -> None:
         self.shut_down = True

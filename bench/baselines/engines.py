@@ -18,14 +18,16 @@ import asyncio
 import itertools
 import multiprocessing as mp
 import queue
+import re
 import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from serve_app.autoscaling import EngineLoad
 from serve_app.config import EngineConfig
-from serve_app.engine import Generation, GenerationChunk, GenerationRequest
-from serve_app.prompts import ChatPrompt, Prompt
+from serve_app.engine import Generation, GenerationChunk, GenerationRequest, special_tokens
+from serve_app.prompts import ChatPrompt, Prompt, escape_special_tokens, special_token_escaper
 
 _READY = "__ready__"
 
@@ -84,12 +86,14 @@ class QueueEngine:
         self._ids = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tokenizer: Any = None
+        self._special: re.Pattern[str] | None = None
 
     async def start(self) -> None:
         from transformers import AutoTokenizer
 
         self._loop = asyncio.get_running_loop()
         self._tokenizer = AutoTokenizer.from_pretrained(self.config.tokenizer or self.config.model)
+        self._special = special_token_escaper(special_tokens(self._tokenizer))
         kwargs = self.config.engine_kwargs()
         for _ in range(self.workers):
             args = (kwargs, self._jobs, self._results, self.batch, self.window_s)
@@ -139,6 +143,9 @@ class QueueEngine:
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False))
 
+    def as_data(self, text: str) -> str:
+        return escape_special_tokens(text, self._special)
+
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
         assert self._loop is not None
         job_id = next(self._ids)
@@ -167,6 +174,10 @@ class QueueEngine:
 
     def num_unfinished_requests(self) -> int:
         return len(self._pending)
+
+    def load(self) -> EngineLoad:
+        # The workers' engines are out of reach: every pending request counts as running.
+        return EngineLoad(running=len(self._pending))
 
     def shutdown(self) -> None:
         for _ in self._procs:

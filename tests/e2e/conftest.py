@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,14 +99,31 @@ def cluster(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         deployment={"num_replicas": 2, "max_ongoing_requests": 24, "max_queued_requests": 32},
     )
     workdir = tmp_path_factory.mktemp("serve")
+    ray_args = [f"--port={gcs_port}", f"--metrics-export-port={metrics_port}"]
+    with serve_cluster(config, workdir, replicas=2, ray_args=ray_args) as url:
+        logs = Path("/tmp/ray/session_latest/logs")
+        yield Cluster(url, f"http://127.0.0.1:{metrics_port}/metrics", logs)
+
+
+@contextmanager
+def serve_cluster(
+    config: dict,
+    workdir: Path,
+    replicas: int,
+    ray_args: list[str],
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[str]:
+    """A fresh Ray head (2 CPUs; `ray stop --force` before and after) and `serve run` of
+    ``config`` on it; yields the HTTP URL once ``replicas`` replicas answer."""
     path = workdir / "serve_config.e2e.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        **(extra_env or {}),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
     _ray("stop", "--force", env=env)
-    _ray(
-        "start", "--head", f"--port={gcs_port}", f"--metrics-export-port={metrics_port}",
-        "--num-cpus=2", "--disable-usage-stats", env=env,
-    )  # fmt: skip
+    _ray("start", "--head", *ray_args, "--num-cpus=2", "--disable-usage-stats", env=env)
     log = (workdir / "serve.log").open("w")
     proc = subprocess.Popen(
         [_serve_bin(), "run", "--address", "auto", str(path)],
@@ -114,11 +132,10 @@ def cluster(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{config['http_options']['port']}"
     try:
-        _wait_ready(proc, url, replicas=2)
-        logs = Path("/tmp/ray/session_latest/logs")
-        yield Cluster(url, f"http://127.0.0.1:{metrics_port}/metrics", logs)
+        _wait_ready(proc, url, replicas=replicas)
+        yield url
     except RuntimeError:
         log.flush()
         print((workdir / "serve.log").read_text()[-20000:])

@@ -110,16 +110,20 @@ def test_25_concurrent_requests_all_succeed_on_both_replicas(served: str) -> Non
 
 
 def test_overload_is_refused_fast_and_counts_add_up(served: str) -> None:
-    bodies = [{**ITEM, "text": t} for t in texts(150, 40, 60, seed=5)]
+    # 200 at once against 2 replicas x 24 ongoing + 32 queued at the proxy.
+    bodies = [{**ITEM, "text": t} for t in texts(200, 40, 60, seed=5)]
     responses = asyncio.run(_post_all(f"{served}/translate", bodies))
     statuses = Counter(r.status_code for r in responses)
-    assert set(statuses) <= {200, 503}, statuses
-    assert sum(statuses.values()) == 150
-    assert statuses[503] > 0, statuses
+    assert set(statuses) <= {200, 429, 503}, statuses
+    assert sum(statuses.values()) == 200
+    assert statuses[503] + statuses[429] > 0, statuses
     assert statuses[200] > 0, statuses
-    for r in responses:
-        if r.status_code == 503:
-            assert int(r.headers["retry-after"]) >= 1
+    refused = [r for r in responses if r.status_code != 200]
+    for r in refused:
+        assert int(r.headers["retry-after"]) >= 1
+    # Refusals are immediate, not after queueing: none took as long as the slowest success.
+    slowest_ok = max(r.elapsed.total_seconds() for r in responses if r.status_code == 200)
+    assert max(r.elapsed.total_seconds() for r in refused) < max(10.0, slowest_ok / 2)
     # Still serving afterwards.
     assert httpx.post(f"{served}/translate", json=ITEM, timeout=60).status_code == 200
 

@@ -1,0 +1,141 @@
+"""Request-level protection: optional API keys and a limit on the request body's size.
+
+Both are ASGI middlewares in front of the routes, so a refused request costs no parsing and
+no engine work. Keys come from an environment variable and/or a file (never from the config
+itself, so they stay out of ``serve_config.yaml`` and out of logs); they are compared in
+constant time, by digest, against every configured key. Answers go through the one error
+mapper (``errors.service_error_response``), so they have the service's JSON shape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from pathlib import Path
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from serve_app.config import SecurityConfig
+from serve_app.errors import BodyTooLarge, ServiceError, Unauthorized, service_error_response
+
+# Probes stay open: load balancers and Ray health checks carry no keys, and they reveal no text.
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+
+
+def load_api_keys(config: SecurityConfig) -> list[str]:
+    """Keys from ``api_keys_env`` (comma-separated) and ``api_keys_file`` (one a line, ``#``
+    comments); an empty list turns authentication off. A missing key file is an error."""
+    keys: list[str] = []
+    if config.api_keys_env:
+        keys += os.environ.get(config.api_keys_env, "").split(",")
+    if config.api_keys_file:
+        lines = Path(config.api_keys_file).read_text(encoding="utf-8").splitlines()
+        keys += [line for line in lines if not line.lstrip().startswith("#")]
+    return [k.strip() for k in keys if k.strip()]
+
+
+def install_security(app: FastAPI, config: SecurityConfig) -> None:
+    """Adds the body limit and, when keys are configured, the key check in front of it
+    (a request without a key is refused before its body is read)."""
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=config.max_body_bytes)
+    if keys := load_api_keys(config):
+        app.add_middleware(ApiKeyMiddleware, keys=keys)
+
+
+def _digest(key: str | bytes) -> bytes:
+    raw = key.encode() if isinstance(key, str) else key
+    return hashlib.sha256(raw).digest()
+
+
+def _presented_key(scope: Scope) -> bytes | None:
+    headers = dict(scope.get("headers") or [])
+    auth = headers.get(b"authorization", b"")
+    if auth[:7].lower() == b"bearer ":
+        return auth[7:].strip()
+    return headers.get(b"x-api-key")
+
+
+async def _refuse(exc: ServiceError, scope: Scope, receive: Receive, send: Send) -> None:
+    request_id = scope.get("state", {}).get("request_id", "-")
+    response = service_error_response(exc, request_id)
+    if isinstance(exc, Unauthorized):
+        response.headers["WWW-Authenticate"] = "Bearer"
+    await response(scope, receive, send)
+
+
+class ApiKeyMiddleware:
+    """401 unless the request carries a configured key (``Authorization: Bearer KEY`` or
+    ``X-API-Key: KEY``). Every key is compared, so timing tells nothing about which matched."""
+
+    def __init__(self, app: ASGIApp, keys: list[str]) -> None:
+        self.app = app
+        self.digests = [_digest(k) for k in keys]
+
+    def allows(self, presented: bytes | None) -> bool:
+        digest = _digest(presented or b"")
+        matched = False
+        for known in self.digests:
+            matched |= hmac.compare_digest(digest, known)
+        return matched and presented is not None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        if not self.allows(_presented_key(scope)):
+            message = "Missing or invalid API key: send 'Authorization: Bearer <key>'."
+            await _refuse(Unauthorized(message), scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class BodySizeLimitMiddleware:
+    """413 for a body over ``max_bytes``: at once from ``Content-Length``, else (chunked
+    uploads) after reading at most ``max_bytes + 1`` bytes, which are then replayed."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _too_large(self) -> BodyTooLarge:
+        return BodyTooLarge(f"The request body is larger than {self.max_bytes} bytes.")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None:
+            if not length.isdigit() or int(length) > self.max_bytes:
+                await _refuse(self._too_large(), scope, receive, send)
+                return
+            await self.app(scope, receive, send)
+            return
+        messages = await self._read_bounded(receive)
+        if messages is None:
+            await _refuse(self._too_large(), scope, receive, send)
+            return
+        await self.app(scope, _replay(messages, receive), send)
+
+    async def _read_bounded(self, receive: Receive) -> list[Message] | None:
+        messages, size = [], 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            size += len(message.get("body", b""))
+            if size > self.max_bytes:
+                return None
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                return messages
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replayed() -> Message:
+        # After the buffered body, the real channel (it reports a client disconnect).
+        return pending.pop(0) if pending else await receive()
+
+    return replayed
