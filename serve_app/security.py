@@ -52,8 +52,9 @@ def _digest(key: str | bytes) -> bytes:
 def _presented_key(scope: Scope) -> bytes | None:
     headers = dict(scope.get("headers") or [])
     auth = headers.get(b"authorization", b"")
-    if auth[:7].lower() == b"bearer ":
-        return auth[7:].strip()
+    for scheme in (b"bearer ", b"deepl-auth-key "):  # DeepL clients send their own scheme
+        if auth[: len(scheme)].lower() == scheme:
+            return auth[len(scheme) :].strip()
     return headers.get(b"x-api-key")
 
 
@@ -66,8 +67,8 @@ async def _refuse(exc: ServiceError, scope: Scope, receive: Receive, send: Send)
 
 
 class ApiKeyMiddleware:
-    """401 unless the request carries a configured key (``Authorization: Bearer KEY`` or
-    ``X-API-Key: KEY``). Every key is compared, so timing tells nothing about which matched."""
+    """401 unless the request carries a configured key (``Authorization: Bearer KEY``,
+    ``Authorization: DeepL-Auth-Key KEY`` or ``X-API-Key: KEY``). Every key is compared, so timing tells nothing about which matched."""
 
     def __init__(self, app: ASGIApp, keys: list[str]) -> None:
         self.app = app

@@ -59,7 +59,13 @@ def test_keys_come_from_env_and_file(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
 @pytest.mark.parametrize(
     "headers",
-    [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "env-key-1"}, {"X-API-Key": ""}],
+    [
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": "env-key-1"},
+        {"X-API-Key": ""},
+        {"Authorization": "DeepL-Auth-Key wrong"},
+    ],
 )
 async def test_requests_without_a_valid_key_get_401(keyed: httpx.AsyncClient, headers) -> None:
     for method, path in [("POST", "/translate"), ("GET", "/languages"), ("GET", "/docs")]:
@@ -76,6 +82,7 @@ async def test_requests_without_a_valid_key_get_401(keyed: httpx.AsyncClient, he
         {"Authorization": "bearer env-key-2"},
         {"Authorization": "Bearer file-key"},
         {"X-API-Key": "file-key"},
+        {"Authorization": "DeepL-Auth-Key env-key-1"},  # what DeepL's clients send
     ],
 )
 async def test_any_configured_key_is_accepted(keyed: httpx.AsyncClient, headers) -> None:
