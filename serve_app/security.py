@@ -68,7 +68,8 @@ async def _refuse(exc: ServiceError, scope: Scope, receive: Receive, send: Send)
 
 class ApiKeyMiddleware:
     """401 unless the request carries a configured key (``Authorization: Bearer KEY``,
-    ``Authorization: DeepL-Auth-Key KEY`` or ``X-API-Key: KEY``). Every key is compared, so timing tells nothing about which matched."""
+    ``Authorization: DeepL-Auth-Key KEY`` or ``X-API-Key: KEY``). Every key is compared, so
+    timing tells nothing about which matched."""
 
     def __init__(self, app: ASGIApp, keys: list[str]) -> None:
         self.app = app
