@@ -13,7 +13,6 @@ import asyncio
 import inspect
 import logging
 import os
-import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -114,15 +113,43 @@ def _engine_dead_error() -> type[BaseException]:
     return EngineDeadError
 
 
+class PromptTokenizer:
+    """A Hugging Face tokenizer as the service uses it: prompts to token ids, lengths of
+    texts, and texts made safe to place in a prompt."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self._special = special_token_escaper(special_tokens(tokenizer))
+
+    def encode(self, prompt: Prompt) -> list[int]:
+        tok = self.tokenizer
+        if isinstance(prompt, ChatPrompt):
+            text = tok.apply_chat_template(
+                prompt.messages,
+                tokenize=False,
+                add_generation_prompt=True,
+                **prompt.template_kwargs,
+            )
+            # The template already holds any BOS the model expects.
+            return list(tok.encode(text, add_special_tokens=False))
+        return list(tok.encode(prompt.text, add_special_tokens=prompt.add_special_tokens))
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def as_data(self, text: str) -> str:
+        """The text with the tokenizer's special tokens escaped (see ``prompts``)."""
+        return escape_special_tokens(text, self._special)
+
+
 class VLLMEngine:
     """``TranslationEngine`` over vLLM's ``AsyncLLM`` (vLLM 0.26 and 0.32+)."""
 
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self._llm: Any = None
-        self._tokenizer: Any = None
+        self._tokens: PromptTokenizer | None = None
         self._scheduler_stats = SchedulerStatsRecorder()
-        self._special_tokens: re.Pattern[str] | None = None
 
     async def start(self) -> None:
         token = self.config.hf_token()
@@ -135,8 +162,9 @@ class VLLMEngine:
         except Exception as exc:
             raise EngineStartupError(startup_failure_message(self.config.model, exc)) from exc
         tokenizer = self._llm.get_tokenizer()
-        self._tokenizer = await tokenizer if inspect.isawaitable(tokenizer) else tokenizer
-        self._special_tokens = special_token_escaper(special_tokens(self._tokenizer))
+        self._tokens = PromptTokenizer(
+            await tokenizer if inspect.isawaitable(tokenizer) else tokenizer
+        )
 
     def _create(self) -> Any:
         from vllm.v1.engine.async_llm import AsyncLLM
@@ -158,25 +186,20 @@ class VLLMEngine:
             loggers.append(RayPrometheusStatLogger)
         return loggers
 
+    @property
+    def tokens(self) -> PromptTokenizer:
+        if self._tokens is None:
+            raise EngineUnavailable("The engine has not started.", retry_after_s=1)
+        return self._tokens
+
     def encode(self, prompt: Prompt) -> list[int]:
-        tok = self._tokenizer
-        if isinstance(prompt, ChatPrompt):
-            text = tok.apply_chat_template(
-                prompt.messages,
-                tokenize=False,
-                add_generation_prompt=True,
-                **prompt.template_kwargs,
-            )
-            # The template already holds any BOS the model expects.
-            return list(tok.encode(text, add_special_tokens=False))
-        return list(tok.encode(prompt.text, add_special_tokens=prompt.add_special_tokens))
+        return self.tokens.encode(prompt)
 
     def count_tokens(self, text: str) -> int:
-        return len(self._tokenizer.encode(text, add_special_tokens=False))
+        return self.tokens.count_tokens(text)
 
     def as_data(self, text: str) -> str:
-        """The text with the tokenizer's special tokens escaped (see ``prompts``)."""
-        return escape_special_tokens(text, self._special_tokens)
+        return self.tokens.as_data(text)
 
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
         from vllm.inputs import TokensPrompt

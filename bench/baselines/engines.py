@@ -18,7 +18,6 @@ import asyncio
 import itertools
 import multiprocessing as mp
 import queue
-import re
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -26,8 +25,8 @@ from typing import Any
 
 from serve_app.autoscaling import EngineLoad
 from serve_app.config import EngineConfig
-from serve_app.engine import Generation, GenerationChunk, GenerationRequest, special_tokens
-from serve_app.prompts import ChatPrompt, Prompt, escape_special_tokens, special_token_escaper
+from serve_app.engine import Generation, GenerationChunk, GenerationRequest, PromptTokenizer
+from serve_app.prompts import Prompt
 
 _READY = "__ready__"
 
@@ -85,15 +84,14 @@ class QueueEngine:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._ids = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tokenizer: Any = None
-        self._special: re.Pattern[str] | None = None
+        self._tokens: PromptTokenizer | None = None
 
     async def start(self) -> None:
         from transformers import AutoTokenizer
 
         self._loop = asyncio.get_running_loop()
-        self._tokenizer = AutoTokenizer.from_pretrained(self.config.tokenizer or self.config.model)
-        self._special = special_token_escaper(special_tokens(self._tokenizer))
+        name = self.config.tokenizer or self.config.model
+        self._tokens = PromptTokenizer(AutoTokenizer.from_pretrained(name))
         kwargs = self.config.engine_kwargs()
         for _ in range(self.workers):
             args = (kwargs, self._jobs, self._results, self.batch, self.window_s)
@@ -128,23 +126,18 @@ class QueueEngine:
             if future is not None and self._loop is not None:
                 self._loop.call_soon_threadsafe(_resolve, future, result)
 
+    # Prompts are built and tokenized in the HTTP process, as the seeds' services did.
     def encode(self, prompt: Prompt) -> list[int]:
-        tok = self._tokenizer
-        if isinstance(prompt, ChatPrompt):
-            text = tok.apply_chat_template(
-                prompt.messages,
-                tokenize=False,
-                add_generation_prompt=True,
-                **prompt.template_kwargs,
-            )
-            return list(tok.encode(text, add_special_tokens=False))
-        return list(tok.encode(prompt.text, add_special_tokens=prompt.add_special_tokens))
+        assert self._tokens is not None
+        return self._tokens.encode(prompt)
 
     def count_tokens(self, text: str) -> int:
-        return len(self._tokenizer.encode(text, add_special_tokens=False))
+        assert self._tokens is not None
+        return self._tokens.count_tokens(text)
 
     def as_data(self, text: str) -> str:
-        return escape_special_tokens(text, self._special)
+        assert self._tokens is not None
+        return self._tokens.as_data(text)
 
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
         assert self._loop is not None
