@@ -38,7 +38,7 @@ import yaml
 from bench.targets import EngineTarget, NativeTarget, OpenAITarget, Target
 from bench.workloads import Item
 from serve_app.config import AppConfig
-from serve_app.launcher import _merge, derive_config, load_serve_config
+from serve_app.launcher import derive_config, load_serve_config, merge_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,7 +95,7 @@ def bench_app_config(
         # Every request is engine work, as in the peers compared (none has a cache).
         "cache": {"enabled": False},
     }
-    return AppConfig.model_validate(_merge(args, overrides))
+    return AppConfig.model_validate(merge_config(args, overrides))
 
 
 _MEMORY = {

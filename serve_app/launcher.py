@@ -69,11 +69,12 @@ def preflight(config_path: str) -> int:
     return 1 if failures else 0
 
 
-def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+def merge_config(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` laid over it, nested mappings merged key by key."""
     out = copy.deepcopy(base)
     for key, value in overrides.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+            out[key] = merge_config(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
     return out
@@ -89,12 +90,12 @@ def derive_config(
     app_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The config at ``base_path`` with overrides for its first application and deployment."""
-    config = _merge(load_serve_config(base_path), top or {})
-    config["applications"][0] = _merge(config["applications"][0], app_options or {})
+    config = merge_config(load_serve_config(base_path), top or {})
+    config["applications"][0] = merge_config(config["applications"][0], app_options or {})
     app = config["applications"][0]
-    app["args"] = _merge(app.get("args") or {}, args or {})
-    app["runtime_env"] = _merge(app.get("runtime_env") or {}, runtime_env or {})
-    app["deployments"][0] = _merge(app["deployments"][0], deployment or {})
+    app["args"] = merge_config(app.get("args") or {}, args or {})
+    app["runtime_env"] = merge_config(app.get("runtime_env") or {}, runtime_env or {})
+    app["deployments"][0] = merge_config(app["deployments"][0], deployment or {})
     return config
 
 
