@@ -101,7 +101,8 @@ def cluster(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     workdir = tmp_path_factory.mktemp("serve")
     ray_args = [f"--port={gcs_port}", f"--metrics-export-port={metrics_port}"]
     with serve_cluster(config, workdir, replicas=2, ray_args=ray_args) as url:
-        logs = Path("/tmp/ray/session_latest/logs")
+        # Resolved now: clusters started later (the multi-node test's) move session_latest.
+        logs = Path("/tmp/ray/session_latest/logs").resolve()
         yield Cluster(url, f"http://127.0.0.1:{metrics_port}/metrics", logs)
 
 
