@@ -20,19 +20,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from bench.loadgen import percentile, summarize
+from bench.loadgen import closed_loop, percentile, summarize
 from bench.report import plot_sweep
 from bench.systems import ROOT, bench_app_config
-from bench.targets import EngineTarget, Sample
+from bench.targets import EngineTarget
 from bench.workloads import Item, make_workload, tokenizer_counter
 from serve_app.config import AppConfig
-from serve_app.engine import GenerationRequest
 from serve_app.launcher import derive_config
 
 
@@ -41,29 +39,16 @@ async def _point(config: AppConfig, items: list[Item], concurrency: int) -> dict
     target = EngineTarget(f"max_num_seqs={config.engine.max_num_seqs}", config)
     await target.start(items)
     try:
-        decode: list[float] = []
-        samples: list[Sample] = []
-        queue = list(reversed(items))
-        start = time.perf_counter()
-
-        async def user() -> None:
-            while queue:
-                item = queue.pop()
-                n = item.output_tokens
-                request = GenerationRequest(
-                    target.prompt_ids[item.text], max_tokens=n, min_tokens=n, ignore_eos=True
-                )
-                t0 = time.perf_counter()
-                g = await target.engine.generate(request, f"tune-{len(samples)}-{id(item)}")
-                latency = time.perf_counter() - t0
-                samples.append(Sample(t0 - start, latency, 200, g.input_tokens, g.output_tokens))
-                if g.ttft_s is not None and g.output_tokens > 1:
-                    decode.append((latency - g.ttft_s) / (g.output_tokens - 1))
-
-        await asyncio.gather(*(user() for _ in range(concurrency)))
-        summary = summarize(samples, time.perf_counter() - start)
+        samples, wall = await closed_loop(target, items, concurrency)
     finally:
         await target.aclose()
+    summary = summarize(samples, wall)
+    # vLLM's own time to first token: the rest of the latency is decoding.
+    decode = [
+        (s.latency_s - s.ttft_s) / (s.output_tokens - 1)
+        for s in samples
+        if s.ok and s.ttft_s is not None and s.output_tokens > 1
+    ]
     per_token = sum(decode) / len(decode) if decode else None
     return {
         "max_num_seqs": config.engine.max_num_seqs,

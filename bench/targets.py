@@ -186,9 +186,9 @@ class EngineTarget:
             result = await self.engine.generate(request, f"raw-{self._count}")
         except Exception:
             return Sample(start, time.perf_counter() - start, 500)
-        return Sample(
-            start, time.perf_counter() - start, 200, result.input_tokens, result.output_tokens
-        )
+        latency = time.perf_counter() - start
+        n_in, n_out = result.input_tokens, result.output_tokens
+        return Sample(start, latency, 200, n_in, n_out, ttft_s=result.ttft_s)
 
     async def aclose(self) -> None:
         self.engine.shutdown()
