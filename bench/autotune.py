@@ -1,10 +1,11 @@
 """Autotune: sweep ``max_num_seqs`` at the expected concurrency and recommend engine settings.
 
     python -m bench.autotune --model MODEL_DIR --concurrency 25 --out DIR \
-        [--values 1,2,4,8,16,32,64] [--p95-target 2.0] [--load-format dummy]
+        [--values 1,2,4,8,16,32,64] [--p95-target 2.0] [--load-format dummy] [--resume]
 
 For each value the engine (vLLM AsyncLLM, in-process, the serve config's other settings) is
-started fresh and driven with the variable-length workload by --concurrency users. Recorded per
+started fresh, warmed up (--warmup requests on other texts) and driven with the variable-length
+workload by --concurrency users. Recorded per
 value: RPS, p50/p95 latency, and decode time per output token (the mean over requests of
 (latency - time to first token) / (output tokens - 1), from vLLM's own request timings).
 
@@ -13,6 +14,8 @@ The rule that picks the recommendation, stated: among the values whose p95 laten
 whose RPS is within --tolerance (5%) of it. Larger batches that buy less than that only add
 latency and KV-cache memory. The recommended settings are written as a serve config derived
 from --serve-config (``autotune.yaml``), with ``autotune.json`` and ``autotune.md`` beside it.
+They are rewritten after every value, so a sweep cut short (a device call's time limit) keeps
+what it measured, and ``--resume`` measures only the values still missing.
 """
 
 from __future__ import annotations
@@ -34,11 +37,15 @@ from serve_app.config import AppConfig
 from serve_app.launcher import derive_config
 
 
-async def _point(config: AppConfig, items: list[Item], concurrency: int) -> dict[str, Any]:
-    """One value of max_num_seqs: RPS, latency and decode time per token."""
+async def _point(
+    config: AppConfig, items: list[Item], concurrency: int, warmup: list[Item]
+) -> dict[str, Any]:
+    """One value of max_num_seqs: RPS, latency and decode time per token, measured after a
+    warm-up on other texts (a fresh engine's first batches are slower)."""
     target = EngineTarget(f"max_num_seqs={config.engine.max_num_seqs}", config)
-    await target.start(items)
+    await target.start(warmup + items)
     try:
+        await closed_loop(target, warmup, concurrency)
         samples, wall = await closed_loop(target, items, concurrency)
     finally:
         await target.aclose()
@@ -82,8 +89,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--values", default="1,2,4,8,16,32,64")
     p.add_argument("--concurrency", type=int, default=25)
     p.add_argument("--requests", type=int, default=300)
+    p.add_argument("--warmup", type=int, default=50, help="requests before each measurement")
     p.add_argument("--p95-target", type=float, help="seconds; none: no latency constraint")
     p.add_argument("--tolerance", type=float, default=0.05)
+    p.add_argument("--resume", action="store_true", help="keep the values measured in --out")
     p.add_argument("--out", type=Path, required=True)
     return p
 
@@ -92,20 +101,35 @@ async def sweep(ns: argparse.Namespace) -> dict[str, Any]:
     engine = json.loads(ns.engine)
     if ns.load_format:
         engine["load_format"] = ns.load_format
-    items = make_workload("variable", ns.requests, seed=3, count_tokens=tokenizer_counter(ns.model))
-    points = []
-    for value in (int(v) for v in ns.values.split(",")):
+    count = tokenizer_counter(ns.model)
+    items = make_workload("variable", ns.requests, seed=3, count_tokens=count)
+    warmup = make_workload("variable", ns.warmup, seed=4, count_tokens=count)
+    points = measured(ns.out) if ns.resume else []
+    done = {p["max_num_seqs"] for p in points}
+    for value in (int(v) for v in ns.values.split(",") if int(v) not in done):
         config = bench_app_config(ns.serve_config, ns.model, {**engine, "max_num_seqs": value})
-        points.append(await _point(config, items, ns.concurrency))
-        print(json.dumps(points[-1]), flush=True)
-    chosen = pick(points, ns.p95_target, ns.tolerance)
+        point = await _point(config, items, ns.concurrency, warmup)
+        points = sorted([*points, point], key=lambda p: p["max_num_seqs"])
+        print(json.dumps(point), flush=True)
+        write(ns, result(ns, points))
+    return result(ns, points)
+
+
+def measured(out: Path) -> list[dict[str, Any]]:
+    """The points an earlier (cut short) sweep wrote to ``out``."""
+    path = out / "autotune.json"
+    return list(json.loads(path.read_text())["points"]) if path.exists() else []
+
+
+def result(ns: argparse.Namespace, points: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "concurrency": ns.concurrency,
         "requests": ns.requests,
+        "warmup": ns.warmup,
         "p95_target_s": ns.p95_target,
         "tolerance": ns.tolerance,
         "points": points,
-        "recommended": chosen,
+        "recommended": pick(points, ns.p95_target, ns.tolerance),
     }
 
 

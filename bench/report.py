@@ -109,7 +109,7 @@ def plot_sweep(points: Sequence[dict[str, Any]], path: Path, title: str) -> None
     right = ax.twinx()
     right.plot(xs, [p["p95_s"] for p in points], marker="s", color="tab:red", label="p95 s")
     right.set_ylabel("p95 latency (s)")
-    fig.legend(loc="upper left")
+    fig.legend(loc="center left", bbox_to_anchor=(0.1, 0.5))
     ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

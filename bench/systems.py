@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 import yaml
 
+from bench.baselines.ray_serve_llm import READY as RAY_SERVE_LLM_READY
 from bench.targets import EngineTarget, NativeTarget, OpenAITarget, Target
 from bench.workloads import Item
 from serve_app.config import AppConfig
@@ -66,6 +67,7 @@ class BenchContext:
     replicas: int = 1
     max_ongoing_requests: int = 48
     start_timeout_s: float = 900
+    probe_timeout_s: float = 180
     ray_serve_llm_pythonpath: str | None = None  # e.g. Ray 2.58 on the GPU machine
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
@@ -159,13 +161,27 @@ def spawn(
     return Process(name, proc, log, env=env)
 
 
-async def wait_ready(process: Process, url: str, timeout_s: float) -> float:
-    """Polls ``url`` until it answers 200; returns the seconds it took."""
+# What Ray Serve's controller logs when a deployment's replicas kept failing to start and it
+# stopped trying (DEPLOY_FAILED): `serve run` itself stays up, so the wait would run to its end.
+RAY_GAVE_UP = "Failed to update the deployments"
+
+
+async def wait_ready(
+    process: Process, url: str, timeout_s: float, marker: str | None = None
+) -> float:
+    """Polls ``url`` until it answers 200 (and, given ``marker``, the process has logged it);
+    returns the seconds it took."""
     start = time.monotonic()
     async with httpx.AsyncClient(timeout=5) as client:
         while time.monotonic() - start < timeout_s:
             if process.proc.poll() is not None:
                 raise RuntimeError(f"{process.name} exited early:\n{process.tail()}")
+            log = process.tail(10**6)
+            if process.ray and RAY_GAVE_UP in log:
+                raise RuntimeError(f"{process.name}: Ray Serve gave up on it:\n{log[-4000:]}")
+            if marker and marker not in log:
+                await asyncio.sleep(1)
+                continue
             try:
                 if (await client.get(url)).status_code == 200:
                     return time.monotonic() - start
@@ -284,6 +300,19 @@ def _start_process(ctx: BenchContext, name: str, port: int) -> tuple[Process, st
     raise ValueError(f"unknown system {name!r}; known: {', '.join(ALL_SYSTEMS)}")
 
 
+async def probe(target: Target, process: Process, item: Item, timeout_s: float) -> None:
+    """One real request: a system that says it is ready but does not answer fails here, with
+    its log, instead of hanging the runs after it."""
+    try:
+        sample = await asyncio.wait_for(target.send(item), timeout_s)
+    except TimeoutError:
+        raise RuntimeError(
+            f"{process.name}: first request unanswered after {timeout_s:.0f}s:\n{process.tail()}"
+        ) from None
+    if not sample.ok:
+        raise RuntimeError(f"{process.name}: first request got {sample.status}:\n{process.tail()}")
+
+
 @asynccontextmanager
 async def started(ctx: BenchContext, name: str, items: list[Item]) -> AsyncIterator[Target]:
     """The system ``name``, ready to take requests, stopped on exit."""
@@ -299,12 +328,17 @@ async def started(ctx: BenchContext, name: str, items: list[Item]) -> AsyncItera
     process, ready_url, api = _start_process(ctx, name, port)
     target: Target | None = None
     try:
-        await wait_ready(process, ready_url, ctx.start_timeout_s)
+        # Ray Serve LLM's ingress answers /v1/models from its own model cards while the LLM
+        # server (the engine) may still be starting: ready is when `serve.run` has returned.
+        marker = RAY_SERVE_LLM_READY if name == "ray_serve_llm" else None
+        await wait_ready(process, ready_url, ctx.start_timeout_s, marker)
         url = f"http://127.0.0.1:{port}"
         if api == "openai":
             target = OpenAITarget(name, url, "bench", ctx.config.prompt)
         else:
             target = NativeTarget(name, url)
+        if items:
+            await probe(target, process, items[0], ctx.probe_timeout_s)
         yield target
     finally:
         if target is not None:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from serve_app.config import AppConfig
 
+READY = "ray serve llm ready"  # printed once `serve.run` returns: every replica is up
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -47,10 +49,12 @@ def main() -> None:
     )
     # Logical CPUs: the ingress, the LLM server and its placement group each ask for some;
     # a small machine would leave the deployment pending for ever.
-    ray.init(include_dashboard=False, num_cpus=max(8, os.cpu_count() or 1))
+    # address="local": a cluster of its own (its Ray version may differ from a cluster
+    # already running here, such as the one of `serve run` in a head-to-head).
+    ray.init(address="local", include_dashboard=False, num_cpus=max(8, os.cpu_count() or 1))
     serve.start(http_options={"host": "127.0.0.1", "port": ns.port})
     serve.run(build_openai_app({"llm_configs": [llm_config]}), blocking=False)
-    print("ray serve llm ready", flush=True)
+    print(READY, flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

