@@ -129,7 +129,8 @@ def _respond(
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     path = request.url.path
-    for prefix, fmt in getattr(request.app.state, "error_formats", []):
+    app_state = getattr(request.scope.get("app"), "state", None)
+    for prefix, fmt in getattr(app_state, "error_formats", []):
         if path.startswith(prefix):
             status, body = fmt(status, code, message)
             return JSONResponse(body, status_code=status, headers=headers)
@@ -140,15 +141,15 @@ def _request_id(request: Request) -> str:
     return str(getattr(request.state, "request_id", "-"))
 
 
-def service_error_response(exc: ServiceError, request_id: str = "-") -> JSONResponse:
+def service_error_response(exc: ServiceError, request: Request) -> JSONResponse:
+    """``exc`` as the answer to ``request``, in the shape of the API it was sent to (also
+    for the middlewares that refuse a request before any route runs)."""
     if exc.status_code >= 500:
-        logger.warning("request %s failed: %s (%s)", request_id, exc.code, exc.message)
+        logger.warning("request %s failed: %s (%s)", _request_id(request), exc.code, exc.message)
     headers = None
     if exc.retry_after_s is not None:
         headers = {"Retry-After": str(exc.retry_after_s)}
-    return JSONResponse(
-        error_body(exc.code, exc.message), status_code=exc.status_code, headers=headers
-    )
+    return _respond(request, exc.status_code, exc.code, exc.message, headers)
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -164,12 +165,7 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 async def _on_service_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ServiceError)
-    if exc.status_code >= 500:
-        logger.warning("request %s failed: %s (%s)", _request_id(request), exc.code, exc.message)
-    headers = None
-    if exc.retry_after_s is not None:
-        headers = {"Retry-After": str(exc.retry_after_s)}
-    return _respond(request, exc.status_code, exc.code, exc.message, headers)
+    return service_error_response(exc, request)
 
 
 async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:

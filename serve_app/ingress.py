@@ -128,7 +128,7 @@ def create_app(service: TranslationService, replica_id: str | None = None) -> Fa
         version="0.1.0",
     )
     install_error_handlers(app)
-    install_security(app, service.config.security)
+    install_security(app, service.config.security, service.config.compat.libretranslate_prefix)
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)
     app.add_middleware(RequestIdMiddleware)
     if replica_id:

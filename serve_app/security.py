@@ -3,7 +3,9 @@
 Both are ASGI middlewares in front of the routes, so a refused request costs no parsing and
 no engine work. Keys come from an environment variable and/or a file (never from the config
 itself, so they stay out of ``serve_config.yaml`` and out of logs); they are compared in
-constant time, by digest, against every configured key. Answers go through the one error
+constant time, by digest, against every configured key. LibreTranslate's clients send their
+key as an ``api_key`` parameter: under its prefix, a request without a valid key header has
+its (size-bounded) body read to find one. Answers go through the one error
 mapper (``errors.service_error_response``), so they have the service's JSON shape.
 """
 
@@ -15,10 +17,19 @@ import os
 from pathlib import Path
 
 from fastapi import FastAPI
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from serve_app.compat_common import one, read_params
 from serve_app.config import SecurityConfig
-from serve_app.errors import BodyTooLarge, ServiceError, Unauthorized, service_error_response
+from serve_app.errors import (
+    BodyTooLarge,
+    InvalidRequest,
+    ServiceError,
+    Unauthorized,
+    service_error_response,
+)
 
 # Probes stay open: load balancers and Ray health checks carry no keys, and they reveal no text.
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
@@ -36,12 +47,20 @@ def load_api_keys(config: SecurityConfig) -> list[str]:
     return [k.strip() for k in keys if k.strip()]
 
 
-def install_security(app: FastAPI, config: SecurityConfig) -> None:
+def install_security(
+    app: FastAPI, config: SecurityConfig, body_key_prefix: str | None = None
+) -> None:
     """Adds the body limit and, when keys are configured, the key check in front of it
-    (a request without a key is refused before its body is read)."""
+    (a request without a key is refused before its body is read, except under
+    ``body_key_prefix``, whose clients may send the key as an ``api_key`` parameter)."""
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=config.max_body_bytes)
     if keys := load_api_keys(config):
-        app.add_middleware(ApiKeyMiddleware, keys=keys)
+        app.add_middleware(
+            ApiKeyMiddleware,
+            keys=keys,
+            body_key_prefix=body_key_prefix,
+            max_body_bytes=config.max_body_bytes,
+        )
 
 
 def _digest(key: str | bytes) -> bytes:
@@ -59,21 +78,44 @@ def _presented_key(scope: Scope) -> bytes | None:
 
 
 async def _refuse(exc: ServiceError, scope: Scope, receive: Receive, send: Send) -> None:
-    request_id = scope.get("state", {}).get("request_id", "-")
-    response = service_error_response(exc, request_id)
+    response = service_error_response(exc, Request(scope))
     if isinstance(exc, Unauthorized):
         response.headers["WWW-Authenticate"] = "Bearer"
     await response(scope, receive, send)
 
 
+async def _parameter_key(scope: Scope, messages: list[Message]) -> bytes | None:
+    """The ``api_key`` parameter of a buffered request (query, JSON or form body), as
+    LibreTranslate's clients send it; None when absent or the body does not parse."""
+
+    async def no_more() -> Message:
+        return {"type": "http.disconnect"}
+
+    try:
+        params = await read_params(Request(scope, _replay(messages, no_more)))
+    except (InvalidRequest, HTTPException):
+        return None
+    key = one(params, "api_key")
+    return key.encode() if isinstance(key, str) else None
+
+
 class ApiKeyMiddleware:
     """401 unless the request carries a configured key (``Authorization: Bearer KEY``,
-    ``Authorization: DeepL-Auth-Key KEY`` or ``X-API-Key: KEY``). Every key is compared, so
-    timing tells nothing about which matched."""
+    ``Authorization: DeepL-Auth-Key KEY`` or ``X-API-Key: KEY``; under ``body_key_prefix``
+    also an ``api_key`` parameter). Every key is compared, so timing tells nothing about
+    which matched."""
 
-    def __init__(self, app: ASGIApp, keys: list[str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        keys: list[str],
+        body_key_prefix: str | None = None,
+        max_body_bytes: int = 1 << 20,
+    ) -> None:
         self.app = app
         self.digests = [_digest(k) for k in keys]
+        self.body_key_prefix = body_key_prefix
+        self.max_body_bytes = max_body_bytes
 
     def allows(self, presented: bytes | None) -> bool:
         digest = _digest(presented or b"")
@@ -86,11 +128,20 @@ class ApiKeyMiddleware:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        if not self.allows(_presented_key(scope)):
-            message = "Missing or invalid API key: send 'Authorization: Bearer <key>'."
-            await _refuse(Unauthorized(message), scope, receive, send)
+        if self.allows(_presented_key(scope)):
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        prefix = self.body_key_prefix
+        if prefix and scope["path"].startswith(prefix + "/"):
+            messages = await read_bounded(receive, self.max_body_bytes)
+            if messages is None:
+                await _refuse(body_too_large(self.max_body_bytes), scope, receive, send)
+                return
+            if self.allows(await _parameter_key(scope, messages)):
+                await self.app(scope, _replay(messages, receive), send)
+                return
+        message = "Missing or invalid API key: send 'Authorization: Bearer <key>'."
+        await _refuse(Unauthorized(message), scope, receive, send)
 
 
 class BodySizeLimitMiddleware:
@@ -101,9 +152,6 @@ class BodySizeLimitMiddleware:
         self.app = app
         self.max_bytes = max_bytes
 
-    def _too_large(self) -> BodyTooLarge:
-        return BodyTooLarge(f"The request body is larger than {self.max_bytes} bytes.")
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -111,26 +159,15 @@ class BodySizeLimitMiddleware:
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None:
             if not length.isdigit() or int(length) > self.max_bytes:
-                await _refuse(self._too_large(), scope, receive, send)
+                await _refuse(body_too_large(self.max_bytes), scope, receive, send)
                 return
             await self.app(scope, receive, send)
             return
-        messages = await self._read_bounded(receive)
+        messages = await read_bounded(receive, self.max_bytes)
         if messages is None:
-            await _refuse(self._too_large(), scope, receive, send)
+            await _refuse(body_too_large(self.max_bytes), scope, receive, send)
             return
         await self.app(scope, _replay(messages, receive), send)
-
-    async def _read_bounded(self, receive: Receive) -> list[Message] | None:
-        messages, size = [], 0
-        while True:
-            message = await receive()
-            messages.append(message)
-            size += len(message.get("body", b""))
-            if size > self.max_bytes:
-                return None
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                return messages
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:
@@ -141,3 +178,20 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
         return pending.pop(0) if pending else await receive()
 
     return replayed
+
+
+def body_too_large(max_bytes: int) -> BodyTooLarge:
+    return BodyTooLarge(f"The request body is larger than {max_bytes} bytes.")
+
+
+async def read_bounded(receive: Receive, max_bytes: int) -> list[Message] | None:
+    """The request's body messages, or None once they exceed ``max_bytes``."""
+    messages, size = [], 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        size += len(message.get("body", b""))
+        if size > max_bytes:
+            return None
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return messages

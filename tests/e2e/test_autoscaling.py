@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import time
+import urllib.error
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -260,6 +261,18 @@ def test_api_keys_through_the_proxy(scaling_cluster: ScalingCluster) -> None:
     assert httpx.post(url, json=ITEM, headers=AUTH, timeout=120).status_code == 200
     assert httpx.post(url, json=ITEM, headers={"X-API-Key": "e2e-key-1"}, timeout=120).is_success
     assert httpx.get(f"{scaling_cluster.url}/readyz").status_code == 200  # probes stay open
+
+
+def test_libretranslate_client_sends_its_key_in_the_body(scaling_cluster: ScalingCluster) -> None:
+    """LibreTranslate's own client puts ``api_key`` in its form body, not in a header."""
+    from libretranslatepy import LibreTranslateAPI
+
+    base = f"{scaling_cluster.url}/libretranslate"
+    assert isinstance(LibreTranslateAPI(base, api_key=API_KEY).translate("Hello", "en", "de"), str)
+    with pytest.raises(urllib.error.HTTPError) as error:
+        LibreTranslateAPI(base, api_key="e2e-key-3").translate("Hello", "en", "de")
+    assert error.value.code == 401
+    assert set(json.loads(error.value.read())) == {"error"}  # LibreTranslate's error shape
 
 
 async def _steady_load(client: httpx.AsyncClient, url: str, stop: asyncio.Event) -> list[int]:

@@ -90,6 +90,66 @@ async def test_any_configured_key_is_accepted(keyed: httpx.AsyncClient, headers)
     assert r.status_code == 200, r.text
 
 
+LIBRE = {"q": "Hello world", "source": "en", "target": "de"}
+
+
+@pytest.mark.parametrize("key", ["env-key-2", "file-key"])
+async def test_libretranslate_clients_may_send_the_key_as_a_parameter(
+    keyed: httpx.AsyncClient, key: str
+) -> None:
+    path = "/libretranslate/translate"
+    assert (await keyed.post(path, json={**LIBRE, "api_key": key})).status_code == 200
+    assert (await keyed.post(path, data={**LIBRE, "api_key": key})).status_code == 200  # form
+    assert (await keyed.post(path, params={"api_key": key}, json=LIBRE)).status_code == 200
+    detect = await keyed.post("/libretranslate/detect", data={"q": "Hallo Welt", "api_key": key})
+    assert detect.status_code == 200, detect.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {**LIBRE, "api_key": "wrong"},
+        {**LIBRE, "api_key": ""},
+        {**LIBRE, "api_key": 12345},  # not a string
+        LIBRE,
+    ],
+)
+async def test_libretranslate_without_a_valid_key_gets_401(
+    keyed: httpx.AsyncClient, body: dict
+) -> None:
+    r = await keyed.post("/libretranslate/translate", json=body)
+    assert r.status_code == 401, r.text
+    assert "api key" in r.json()["error"].lower()
+
+
+async def test_key_parameters_count_only_under_the_libretranslate_prefix(
+    keyed: httpx.AsyncClient,
+) -> None:
+    r = await keyed.post("/translate", json={**ITEM, "api_key": "env-key-1"})
+    assert r.status_code == 401
+    unparsable = await keyed.post(
+        "/libretranslate/translate", content=b"{not json", headers={"content-type": "json"}
+    )
+    assert unparsable.status_code == 401
+
+
+async def test_libretranslate_body_read_for_a_key_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("K", "k1")
+    security = {"api_keys_env": "K", "max_body_bytes": 2048}
+    async with await make_client(AppConfig.model_validate({"security": security})) as client:
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for _ in range(10):
+                yield b" " * 1024
+
+        r = await client.post(
+            "/libretranslate/translate", content=chunks(), headers={"content-type": "json"}
+        )
+        assert r.status_code == 413
+
+
 async def test_probes_need_no_key(keyed: httpx.AsyncClient) -> None:
     assert (await keyed.get("/healthz")).status_code == 200
     assert (await keyed.get("/readyz")).status_code == 200
