@@ -6,32 +6,40 @@ the translation:", "以下是翻译："), quotes around the whole answer, and le
 prompt format (Seed-X's ``<de>`` target tag, Gemma's turn markers). Each rule applies only
 when the source text does not itself start or end that way, so a text that really begins with
 "Translation:" or sits in quotes keeps them. Rules per prompt family are in ``RULES``.
+
+``StreamCleaner`` applies the same rules to a translation while it streams: it passes on only
+text that cleaning the whole output will keep, so the deltas add up to the cleaned result.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import ClassVar
+
+import regex
 
 Rule = Callable[[str, str], str]
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
 _UNCLOSED_THINK = re.compile(r"^\s*<think>.*", re.DOTALL)
 _STRAY_THINK_END = re.compile(r"^\s*</think>\s*")
+# The `regex` module (same syntax as `re`) can also tell whether a text could still grow
+# into a match (``partial=True``): what the streaming cleaner needs.
 _PREAMBLES = (
-    re.compile(
+    regex.compile(
         r"^(?:(?:sure|certainly|of course|okay|ok)[!,.]?\s+)?"
         r"here(?:'s| is| are)\s+(?:the|your|my|a)\s+(?:[\w-]+\s+){0,3}translations?"
         r"(?:\s+(?:of|in|into|to|from)\s+[^:\n]{0,60})?\s*[:：]\s*",
-        re.IGNORECASE,
+        regex.IGNORECASE,
     ),
-    re.compile(
+    regex.compile(
         r"^(?:translation|translated text|traducción|traduction|übersetzung|tradução)"
         r"(?:\s*\([^)\n]{0,30}\))?\s*[:：]\s*",
-        re.IGNORECASE,
+        regex.IGNORECASE,
     ),
-    re.compile(r"^(?:以下是|下面是|这是)[^\n：:]{0,30}(?:翻译|译文)[^\n：:]{0,10}[：:]\s*"),
-    re.compile(r"^(?:翻译|译文)(?:结果)?[：:]\s*"),
+    regex.compile(r"^(?:以下是|下面是|这是)[^\n：:]{0,30}(?:翻译|译文)[^\n：:]{0,10}[：:]\s*"),
+    regex.compile(r"^(?:翻译|译文)(?:结果)?[：:]\s*"),
 )
 _QUOTES = (
     ('"', '"'),
@@ -99,3 +107,51 @@ def clean(output: str, source: str, family: str) -> str:
     for rule in RULES.get(family, _COMMON):
         text = rule(text, source).strip()
     return text
+
+
+class StreamCleaner:
+    """``clean`` for an output that arrives in pieces: ``feed`` each delta and pass on what
+    it returns, then what ``finish`` returns. The start is held while it could still become
+    something the rules strip (a preamble, a thinking block, a tag, an opening quote, which
+    only the end can show to be a wrapper), and the last few characters always are (a
+    closing quote or tag may follow: ``HOLD``). What was passed on is never taken back: if
+    the rules ever drop text already sent, nothing more is sent and the final answer (the
+    ``done`` event) is the one to use."""
+
+    # Longer than the trailing wrappers each family's rules strip: a closing quote, a
+    # target tag ("<pt-BR>"), a turn marker ("<end_of_turn>").
+    HOLD: ClassVar[dict[str, int]] = {"seed_x": 12, "translategemma": 16}
+    DEFAULT_HOLD = 2
+
+    def __init__(self, source: str, family: str) -> None:
+        self.source, self.family = source, family
+        self.hold = self.HOLD.get(family, self.DEFAULT_HOLD)
+        self.raw = self.sent = ""
+        self.diverged = False
+
+    def feed(self, delta: str) -> str:
+        self.raw += delta
+        text = clean(self.raw, self.source, self.family)
+        if not self.sent and self._unsettled(text):
+            return ""
+        return self._advance(text[: max(0, len(text) - self.hold)])
+
+    def finish(self) -> str:
+        return self._advance(clean(self.raw, self.source, self.family))
+
+    def _advance(self, text: str) -> str:
+        if self.diverged or self.sent.startswith(text):  # (a rule shortened the held tail)
+            return ""
+        if not text.startswith(self.sent):
+            self.diverged = True
+            return ""
+        out, self.sent = text[len(self.sent) :], text
+        return out
+
+    def _unsettled(self, text: str) -> bool:
+        src = self.source.strip()
+        if any(p.match(text, partial=True) and not p.match(src) for p in _PREAMBLES):
+            return True
+        if text.startswith("<") and ">" not in text[:32]:
+            return True  # perhaps a thinking block or a tag, not yet closed
+        return any(text.startswith(o) and not src.startswith(o) for o, _ in _QUOTES)

@@ -30,7 +30,7 @@ from serve_app.errors import (
     TextTooLong,
     UnsupportedOption,
 )
-from serve_app.hygiene import clean
+from serve_app.hygiene import StreamCleaner, clean
 from serve_app.languages import Language, LanguageRegistry
 from serve_app.metrics import ServiceMetrics
 from serve_app.prompts import PromptFamily, PromptOptions, effective_sampling
@@ -257,8 +257,9 @@ class TextTranslator:
         )
 
     async def stream(self, plan: Plan, request_id: str) -> AsyncIterator[Event]:
-        """``start``, then ``delta`` events (each piece's raw output as generated, and the
-        whitespace between pieces), then ``done`` with the cleaned, reassembled response."""
+        """``start``, then ``delta`` events (each piece's output as it is generated, cleaned
+        as it goes by ``StreamCleaner``, and the whitespace between pieces), then ``done``
+        with the cleaned, reassembled response."""
         yield "start", self._start_event(plan)
         if plan.cached is not None:
             c = plan.cached
@@ -270,13 +271,16 @@ class TextTranslator:
         pieces, outs = plan.split.pieces, []
         for i, (piece, job) in enumerate(zip(pieces, plan.jobs, strict=True)):
             chunks: list[GenerationChunk] = []
+            cleaner = StreamCleaner(piece.text, self.config.prompt.family)
             async for chunk in self.engine.generate_stream(
                 job, _piece_id(request_id, i, len(pieces))
             ):
                 chunks.append(chunk)
-                if chunk.text:
-                    yield "delta", {"text": chunk.text, "segment": i}
+                if text := cleaner.feed(chunk.text):
+                    yield "delta", {"text": text, "segment": i}
             outs.append(self._streamed_piece(plan, piece.text, chunks))
+            if text := cleaner.finish():
+                yield "delta", {"text": text, "segment": i}
             if piece.sep and i < len(pieces) - 1:
                 yield "delta", {"text": piece.sep, "segment": i}
         yield "done", self._finish(plan, plan.split, outs).model_dump()

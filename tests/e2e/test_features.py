@@ -113,7 +113,8 @@ def _events(response: httpx.Response) -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_stream_delivers_tokens_as_they_are_generated(served: str) -> None:
-    body = {**ITEM, "text": "Good morning, " + uuid.uuid4().hex[:6]}
+    text = f"Good morning {uuid.uuid4().hex[:6]}, the weather is fine and we walk to the sea."
+    body = {**ITEM, "text": text}
     with httpx.stream("POST", f"{served}/translate/stream", json=body, timeout=TIMEOUT) as r:
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("text/event-stream")
@@ -125,6 +126,7 @@ def test_stream_delivers_tokens_as_they_are_generated(served: str) -> None:
     done = events[-1][1]
     assert done["usage"]["output_tokens"] > 1
     assert len(deltas) > 1  # more than one step's text: really streamed
+    assert "".join(deltas) == done["translation"]  # cleaned as it streamed
 
 
 def test_stream_error_midway_is_an_error_event(served: str) -> None:

@@ -330,12 +330,17 @@ async def test_stream_error_midway_is_an_error_event(api, engine: FakeEngine) ->
     client, svc = api
     from serve_app.errors import EngineUnavailable
 
-    engine.fail_after_chunks = 1
+    engine.fail_after_chunks = 3  # 12 characters: more than the cleaner holds back
     engine.fail_with = EngineUnavailable("The engine stopped.", retry_after_s=1)
-    r = await client.post("/translate/stream", json=ITEM)
+    text = "Hello world, this sentence is long enough to stream."
+    r = await client.post("/translate/stream", json={**ITEM, "text": text})
     assert r.status_code == 200
     got = events(r.text)
-    assert [name for name, _ in got] == ["start", "delta", "error"]
+    names = [name for name, _ in got]
+    assert names[0] == "start"
+    assert names[-1] == "error"
+    assert set(names[1:-1]) == {"delta"}
+    assert text.upper().startswith("".join(d["text"] for n, d in got if n == "delta"))
     assert got[-1][1] == {"error": {"code": "engine_unavailable", "message": "The engine stopped."}}
     assert svc.in_flight == 0
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import itertools
 
-from serve_app.hygiene import clean
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from serve_app.hygiene import StreamCleaner, clean
 
 CASES = [
     # family, model output, source text, expected
@@ -49,3 +53,54 @@ KEPT = [
 @pytest.mark.parametrize(("family", "output", "source"), KEPT)
 def test_content_that_looks_like_wrapping_is_kept(family: str, output: str, source: str) -> None:
     assert clean(output, source, family) == output
+
+
+LONG = "Der schnelle braune Fuchs springt über den faulen Hund, und dann läuft er weiter. " * 3
+STREAMED = [
+    *((f, o, s) for f, o, s, _ in CASES),
+    *KEPT,
+    ("chat", LONG, "The quick brown fox jumps over the lazy dog. " * 3),
+    ("chat", "Here is the translation:\n" + LONG, "The quick brown fox."),
+    ("chat", "<think>\nFirst the words.\n</think>\n" + LONG, "The fox."),
+    ("chat", f'"{LONG}"', "The fox."),
+    ("hy_mt", "以下是翻译：" + "这是一个很长的句子。" * 5, "This is a long sentence."),
+    ("translategemma", LONG + "<end_of_turn>", "The fox."),
+]
+
+
+def streamed(output: str, source: str, family: str, cuts: list[int]) -> list[str]:
+    """What StreamCleaner passes on when ``output`` arrives cut at ``cuts``."""
+    cleaner = StreamCleaner(source, family)
+    bounds = [0, *sorted(set(cuts)), len(output)]
+    sent = [cleaner.feed(output[a:b]) for a, b in itertools.pairwise(bounds)]
+    return [*sent, cleaner.finish()]
+
+
+@pytest.mark.parametrize(("family", "output", "source"), STREAMED)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_streamed_deltas_add_up_to_the_cleaned_output(
+    family: str, output: str, source: str, data: st.DataObject
+) -> None:
+    cuts = data.draw(st.lists(st.integers(0, len(output)), max_size=40))
+    assert "".join(streamed(output, source, family, cuts)) == clean(output, source, family)
+
+
+@pytest.mark.parametrize(
+    "output", [LONG, "Here is the translation: " + LONG, "<think>Hm.</think>" + LONG]
+)
+def test_a_plain_translation_streams_as_it_comes(output: str) -> None:
+    """Only the last few characters wait for the end (a closing quote or tag may follow)."""
+    sent = streamed(output, "The fox.", "chat", list(range(4, len(output), 4)))
+    before_the_end = "".join(sent[:-1])
+    hold = StreamCleaner.DEFAULT_HOLD
+    assert len(before_the_end) >= len(clean(output, "The fox.", "chat")) - hold - 4
+    assert before_the_end.startswith("Der schnelle")
+
+
+def test_a_quoted_start_waits_for_the_end() -> None:
+    """Only the end shows whether an opening quote wraps the whole answer."""
+    output = f'"{LONG}"'
+    sent = streamed(output, "The fox.", "chat", list(range(4, len(output), 4)))
+    assert "".join(sent[:-2]) == ""  # every delta before the one with the closing quote
+    assert "".join(sent) == LONG.strip()
