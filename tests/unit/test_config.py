@@ -44,6 +44,18 @@ def test_engine_args_carry_every_setting() -> None:
     assert args.enable_chunked_prefill is True
     assert args.enforce_eager is True
     assert args.max_model_len == 4096
+    assert args.max_cudagraph_capture_size == 512
+
+
+def test_cudagraph_capture_size_none_leaves_vllm_default() -> None:
+    assert (
+        "max_cudagraph_capture_size"
+        not in EngineConfig(max_cudagraph_capture_size=None).engine_kwargs()
+    )
+    assert (
+        EngineConfig(max_cudagraph_capture_size=256).to_engine_args().max_cudagraph_capture_size
+        == 256
+    )
 
 
 def test_hf_token_read_from_the_named_variable(monkeypatch: pytest.MonkeyPatch) -> None:
