@@ -121,8 +121,15 @@ def measured(out: Path) -> list[dict[str, Any]]:
     return list(json.loads(path.read_text())["points"]) if path.exists() else []
 
 
+def tuned_engine(ns: argparse.Namespace) -> dict[str, Any]:
+    """The --engine settings that the swept engines ran with and a deployment should keep
+    (random weights are for the benchmark only)."""
+    return {k: v for k, v in json.loads(ns.engine).items() if k != "load_format"}
+
+
 def result(ns: argparse.Namespace, points: list[dict[str, Any]]) -> dict[str, Any]:
     return {
+        "engine": tuned_engine(ns),
         "concurrency": ns.concurrency,
         "requests": ns.requests,
         "warmup": ns.warmup,
@@ -137,7 +144,8 @@ def write(ns: argparse.Namespace, result: dict[str, Any]) -> None:
     ns.out.mkdir(parents=True, exist_ok=True)
     (ns.out / "autotune.json").write_text(json.dumps(result, indent=2))
     value = result["recommended"]["max_num_seqs"]
-    config = derive_config(ns.serve_config, args={"engine": {"max_num_seqs": value}})
+    engine = {**tuned_engine(ns), "max_num_seqs": value}
+    config = derive_config(ns.serve_config, args={"engine": engine})
     header = (
         f"# Written by bench.autotune: max_num_seqs={value} gave "
         f"{result['recommended']['rps']} RPS, p95 {result['recommended']['p95_s']} s at "

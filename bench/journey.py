@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.loadgen import run
-from bench.report import COLUMNS, markdown_table, plot_journey
+from bench.report import COLUMNS, markdown_table, plot_head_to_head, plot_journey
 from bench.systems import (
     ALL_SYSTEMS,
     LABELS,
@@ -196,6 +196,8 @@ def write(out: Path, results: dict[str, Any]) -> None:
         lines += ["", f"**{name} failed**: `{error.splitlines()[0][:300]}`"]
     if results.get("head_to_head"):
         h2h = results["head_to_head"]
+        title = f"Head to head on {results['machine']} ({h2h['concurrency']} users)"
+        plot_head_to_head(h2h, out / "head_to_head.png", title)
         lines += [
             "",
             f"## Head to head, alternated, {len(h2h['rounds'])} rounds of "

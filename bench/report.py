@@ -97,6 +97,27 @@ def plot_journey(runs: Sequence[dict[str, Any]], path: Path, title: str) -> None
     plt.close(fig)
 
 
+def plot_head_to_head(h2h: dict[str, Any], path: Path, title: str) -> None:
+    """RPS and p95 latency of each system in each alternated round, side by side."""
+    plt = _pyplot()
+    rounds, systems = h2h["rounds"], h2h["systems"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    width = 0.8 / len(systems)
+    for s_i, system in enumerate(systems):
+        xs = [r_i + s_i * width for r_i in range(len(rounds))]
+        for ax, key in zip(axes, ("rps", "p95_s"), strict=True):
+            ax.bar(xs, [r[system][key] or 0 for r in rounds], width, label=system)
+    for ax, label in zip(axes, ("requests per second", "p95 latency (s)"), strict=True):
+        ax.set_xticks([r_i + width * (len(systems) - 1) / 2 for r_i in range(len(rounds))])
+        ax.set_xticklabels([f"round {r_i + 1}" for r_i in range(len(rounds))])
+        ax.set_ylabel(label)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def plot_sweep(points: Sequence[dict[str, Any]], path: Path, title: str) -> None:
     """RPS and p95 latency against max_num_seqs (log2 axis)."""
     plt = _pyplot()

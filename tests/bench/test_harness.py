@@ -94,6 +94,7 @@ def test_journey_reports(journey: dict) -> None:
     assert "4. this project (Ray Serve)" in table
     assert "ray_serve/vllm_serve" in table
     assert (out / "journey.png").stat().st_size > 10_000
+    assert (out / "head_to_head.png").stat().st_size > 10_000
     assert journey["ratios"]["variable"]["ray_serve/raw_engine"] > 0
 
 
@@ -117,6 +118,7 @@ def test_autotune_writes_a_valid_config(tiny_model_dir: Path, tmp_path: Path) ->
     config = yaml.safe_load((tmp_path / "autotune.yaml").read_text())
     args = AppConfig.model_validate(config["applications"][0]["args"])
     assert args.engine.max_num_seqs == result["recommended"]["max_num_seqs"]
+    assert args.engine.max_model_len == 2048  # the sweep's --engine settings are kept
     assert (tmp_path / "autotune.png").exists()
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from bench.autotune import pick
 from bench.journey import _ratios, journey_ratios
+from bench.journey import write as write_journey
 from bench.loadgen import closed_loop, open_loop, percentile, run, summarize, timeline
 from bench.report import markdown_table, write_run
 from bench.systems import (
@@ -189,6 +190,22 @@ def test_reports_are_written(tmp_path: Path) -> None:
     assert (tmp_path / "results.png").stat().st_size > 1000
     table = markdown_table([result])
     assert table.splitlines()[2].startswith("| s | variable | 3 | 3 | 2.5 |")
+
+
+def test_a_head_to_head_alone_is_reported_and_plotted(tmp_path: Path) -> None:
+    def brief(rps: float) -> dict:
+        return {"rps": rps, "p95_s": 1.0, "ok": 10, "requests": 10, "errors_by_status": {}}
+
+    rounds = [{"a": brief(10.0), "b": brief(8.0)}, {"a": brief(9.0), "b": brief(10.0)}]
+    h2h = {"systems": ["a", "b"], "concurrency": 25, "requests_per_run": 10, "rounds": rounds}
+    h2h["ratios"] = _ratios(rounds, ["a", "b"])
+    results = {"machine": "m", "date": "d", "concurrency": 25, "settings": {"engine": {}}}
+    write_journey(tmp_path, results | {"runs": [], "ratios": {}, "head_to_head": h2h})
+    assert (tmp_path / "head_to_head.png").stat().st_size > 10_000
+    assert not (tmp_path / "journey.png").exists()
+    assert (
+        "a/b: RPS ratio median 1.075 (min 0.9, max 1.25)" in (tmp_path / "journey.md").read_text()
+    )
 
 
 @pytest.mark.parametrize("kind", ["uniform", "variable"])

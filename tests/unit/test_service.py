@@ -35,6 +35,26 @@ async def test_output_budget_follows_input_length() -> None:
     assert engine.requests[-1].max_tokens == 2 * 3 + 5
 
 
+class CountingEngine(FakeEngine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.counted: list[str] = []
+
+    def count_tokens(self, text: str) -> int:
+        self.counted.append(text)
+        return super().count_tokens(text)
+
+
+async def test_each_text_is_tokenized_once() -> None:
+    # Splitting counts the text; the output budget must reuse that count, not tokenize again.
+    engine = CountingEngine()
+    service = TranslationService(AppConfig.model_validate({}), engine)
+    await service.start()
+    await service.translate(request("one two three"), "r")
+    assert engine.counted == ["one two three"]
+    assert engine.requests[-1].max_tokens > 3
+
+
 async def test_output_budget_capped_by_limit_and_context() -> None:
     service, engine = await started({"limits": {"max_output_tokens": 7}})
     await service.translate(request("a " * 100), "r")
