@@ -72,50 +72,54 @@ def write_run(out: Path, result: dict[str, Any]) -> None:
     plot_run(result, out / "results.png")
 
 
-def plot_journey(runs: Sequence[dict[str, Any]], path: Path, title: str) -> None:
-    """RPS and p95 latency of every system, one bar group per workload."""
+def _plot_grouped_bars(
+    path: Path,
+    title: str,
+    groups: Sequence[str],
+    series: dict[str, Sequence[dict[str, Any] | None]],
+    *,
+    figsize: tuple[float, float],
+    tick_style: dict[str, Any],
+) -> None:
+    """RPS and p95 latency side by side: one bar group per ``groups`` entry, one bar per
+    series in each (``series`` maps a legend label to its results, aligned with ``groups``)."""
     plt = _pyplot()
-    workloads = sorted({r["workload"] for r in runs})
-    systems = list(dict.fromkeys(r["system"] for r in runs))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    width = 0.8 / max(1, len(workloads))
-    for w_i, workload in enumerate(workloads):
-        by_system = {r["system"]: r for r in runs if r["workload"] == workload}
-        xs = [i + w_i * width for i in range(len(systems))]
+    fig, axes = plt.subplots(1, 2, figsize=figsize)
+    width = 0.8 / max(1, len(series))
+    for s_i, (label, results) in enumerate(series.items()):
+        xs = [g_i + s_i * width for g_i in range(len(groups))]
         for ax, key in zip(axes, ("rps", "p95_s"), strict=True):
-            ax.bar(
-                xs, [(by_system.get(s) or {}).get(key) or 0 for s in systems], width, label=workload
-            )
+            ax.bar(xs, [(r or {}).get(key) or 0 for r in results], width, label=label)
     for ax, label in zip(axes, ("requests per second", "p95 latency (s)"), strict=True):
-        ax.set_xticks([i + width * (len(workloads) - 1) / 2 for i in range(len(systems))])
-        ax.set_xticklabels(systems, rotation=30, ha="right", fontsize=8)
+        ax.set_xticks([g_i + width * (len(series) - 1) / 2 for g_i in range(len(groups))])
+        ax.set_xticklabels(groups, **tick_style)
         ax.set_ylabel(label)
         ax.legend()
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_journey(runs: Sequence[dict[str, Any]], path: Path, title: str) -> None:
+    """RPS and p95 latency of every system, one bar group per system, a bar per workload."""
+    systems = list(dict.fromkeys(r["system"] for r in runs))
+    series: dict[str, Sequence[dict[str, Any] | None]] = {}
+    for workload in sorted({r["workload"] for r in runs}):
+        by_system = {r["system"]: r for r in runs if r["workload"] == workload}
+        series[workload] = [by_system.get(s) for s in systems]
+    tick_style = {"rotation": 30, "ha": "right", "fontsize": 8}
+    _plot_grouped_bars(path, title, systems, series, figsize=(12, 4.5), tick_style=tick_style)
 
 
 def plot_head_to_head(h2h: dict[str, Any], path: Path, title: str) -> None:
     """RPS and p95 latency of each system in each alternated round, side by side."""
-    plt = _pyplot()
-    rounds, systems = h2h["rounds"], h2h["systems"]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    width = 0.8 / len(systems)
-    for s_i, system in enumerate(systems):
-        xs = [r_i + s_i * width for r_i in range(len(rounds))]
-        for ax, key in zip(axes, ("rps", "p95_s"), strict=True):
-            ax.bar(xs, [r[system][key] or 0 for r in rounds], width, label=system)
-    for ax, label in zip(axes, ("requests per second", "p95 latency (s)"), strict=True):
-        ax.set_xticks([r_i + width * (len(systems) - 1) / 2 for r_i in range(len(rounds))])
-        ax.set_xticklabels([f"round {r_i + 1}" for r_i in range(len(rounds))])
-        ax.set_ylabel(label)
-        ax.legend()
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    rounds = h2h["rounds"]
+    groups = [f"round {r_i + 1}" for r_i in range(len(rounds))]
+    series: dict[str, Sequence[dict[str, Any] | None]] = {
+        system: [r[system] for r in rounds] for system in h2h["systems"]
+    }
+    _plot_grouped_bars(path, title, groups, series, figsize=(11, 4), tick_style={})
 
 
 def plot_sweep(points: Sequence[dict[str, Any]], path: Path, title: str) -> None:
