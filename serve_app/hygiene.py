@@ -128,6 +128,7 @@ class StreamCleaner:
         self.hold = self.HOLD.get(family, self.DEFAULT_HOLD)
         self.raw = self.sent = ""
         self.diverged = False
+        self._result: tuple[int, str] | None = None  # (len(raw) it was cleaned at, cleaned)
 
     def feed(self, delta: str) -> str:
         self.raw += delta
@@ -137,7 +138,13 @@ class StreamCleaner:
         return self._advance(text[: max(0, len(text) - self.hold)])
 
     def finish(self) -> str:
-        return self._advance(clean(self.raw, self.source, self.family))
+        return self._advance(self.result())
+
+    def result(self) -> str:
+        """``clean`` of the whole output fed so far: the piece's answer once it has ended."""
+        if self._result is None or self._result[0] != len(self.raw):
+            self._result = (len(self.raw), clean(self.raw, self.source, self.family))
+        return self._result[1]
 
     def _advance(self, text: str) -> str:
         if self.diverged or self.sent.startswith(text):  # (a rule shortened the held tail)

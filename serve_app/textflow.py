@@ -277,15 +277,15 @@ class TextTranslator:
         assert plan.split is not None
         pieces, outs = plan.split.pieces, []
         for i, (piece, job) in enumerate(zip(pieces, plan.jobs, strict=True)):
-            chunks: list[GenerationChunk] = []
+            last: GenerationChunk | None = None
             cleaner = StreamCleaner(piece.text, self.config.prompt.family)
             async for chunk in self.engine.generate_stream(
                 job, _piece_id(request_id, i, len(pieces))
             ):
-                chunks.append(chunk)
+                last = chunk
                 if text := cleaner.feed(chunk.text):
                     yield "delta", {"text": text, "segment": i}
-            outs.append(self._streamed_piece(plan, piece.text, chunks))
+            outs.append(self._streamed_piece(plan, piece.text, last, cleaner.result()))
             if text := cleaner.finish():
                 yield "delta", {"text": text, "segment": i}
             if piece.sep and i < len(pieces) - 1:
@@ -304,15 +304,14 @@ class TextTranslator:
         )
         return self._response(plan, done.translation, usage, done, cached=False)
 
-    def _streamed_piece(self, plan: Plan, text: str, chunks: list[GenerationChunk]) -> _Out:
-        if not chunks or not chunks[-1].finished:
+    def _streamed_piece(
+        self, plan: Plan, text: str, last: GenerationChunk | None, cleaned: str
+    ) -> _Out:
+        if last is None or not last.finished:
             raise EngineUnavailable("The engine ended the stream early.", retry_after_s=1)
-        last = chunks[-1]
         self._record(plan, text, last.input_tokens, last.output_tokens)
-        raw = "".join(c.text for c in chunks)
-        family = self.config.prompt.family
         truncated = last.finish_reason == "length"
-        return _Out(clean(raw, text, family), last.input_tokens, last.output_tokens, truncated)
+        return _Out(cleaned, last.input_tokens, last.output_tokens, truncated)
 
     def _start_event(self, plan: Plan) -> dict[str, Any]:
         d = plan.detected
