@@ -16,7 +16,7 @@ venv=${VENV:-$root/.venv}
 export PATH="$venv/bin:$PATH"
 
 if [ "${1:-}" = "--demo" ]; then
-  config=$(python -m serve_app.launcher demo-config "$root/.cache/serve_config.demo.yaml")
+  config=$(python -m serve_app.tools.launcher demo-config "$root/.cache/serve_config.demo.yaml")
   echo "[serve] demo: tiny random model; translations are nonsense by design" >&2
 elif [ -n "${1:-}" ]; then
   config=$1
@@ -26,6 +26,6 @@ else
   config=serve_config.cpu.yaml
 fi
 
-python -m serve_app.launcher preflight "$config"
+python -m serve_app.tools.launcher preflight "$config"
 echo "[serve] serve run $config" >&2
 exec serve run "$config"

@@ -33,8 +33,8 @@ from bench.report import plot_sweep
 from bench.systems import ROOT, bench_app_config
 from bench.targets import EngineTarget
 from bench.workloads import Item, make_workload, tokenizer_counter
-from serve_app.config import AppConfig
-from serve_app.launcher import derive_config
+from serve_app.core.config import AppConfig
+from serve_app.tools.launcher import derive_config
 
 
 async def _point(

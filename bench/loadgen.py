@@ -26,7 +26,7 @@ from typing import Any
 from bench.targets import NativeTarget, OpenAITarget, Sample, Target
 from bench.workloads import Item, make_workload, tokenizer_counter
 from serve_app.client import NO_RETRY, RetryPolicy
-from serve_app.config import PromptConfig
+from serve_app.core.config import PromptConfig
 
 
 def _progress(total: int, label: str, enabled: bool) -> Any:
@@ -175,7 +175,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--api", choices=["native", "openai"], default="native")
     p.add_argument("--model", default="bench", help="model name (openai API)")
     p.add_argument("--tokenizer", help="tokenizer folder: exact token counts (default: estimate)")
-    p.add_argument("--workload", choices=["uniform", "variable"], default="variable")
+    p.add_argument("--workload", choices=["uniform", "variable", "html"], default="variable")
     p.add_argument("--requests", type=int, default=1000)
     p.add_argument("--concurrency", type=int, default=25, help="closed loop: concurrent users")
     p.add_argument("--rate", type=float, help="open loop: Poisson arrivals per second")

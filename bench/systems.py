@@ -38,8 +38,8 @@ import yaml
 from bench.baselines.ray_serve_llm import READY as RAY_SERVE_LLM_READY
 from bench.targets import EngineTarget, NativeTarget, OpenAITarget, Target
 from bench.workloads import Item
-from serve_app.config import AppConfig
-from serve_app.launcher import derive_config, load_serve_config, merge_config
+from serve_app.core.config import AppConfig
+from serve_app.tools.launcher import derive_config, load_serve_config, merge_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

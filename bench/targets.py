@@ -19,9 +19,9 @@ import httpx
 
 from bench.workloads import Item
 from serve_app.client import NO_RETRY, RetryPolicy, TranslationClient
-from serve_app.config import AppConfig, PromptConfig
-from serve_app.languages import LanguageRegistry
-from serve_app.prompts import ChatPrompt, make_prompt_family
+from serve_app.core.config import AppConfig, PromptConfig
+from serve_app.translation.families import ChatPrompt, make_prompt_family
+from serve_app.translation.languages import LanguageRegistry
 
 
 @dataclass
@@ -77,6 +77,8 @@ class NativeTarget(_HttpTarget):
 
     async def send(self, item: Item) -> Sample:
         body = {"text": item.text, "source_lang": item.source_lang, "target_lang": item.target_lang}
+        if item.format != "text":
+            body["format"] = item.format
         return await self._post("/translate", body, ("input_tokens", "output_tokens"))
 
 
@@ -152,7 +154,7 @@ class EngineTarget:
     """vLLM's AsyncLLM in-process (through the project's thin ``VLLMEngine`` wrapper)."""
 
     def __init__(self, name: str, config: AppConfig) -> None:
-        from serve_app.engine import VLLMEngine
+        from serve_app.engine.vllm import VLLMEngine
 
         self.name = name
         self.config = config
@@ -175,7 +177,7 @@ class EngineTarget:
             )
 
     async def send(self, item: Item) -> Sample:
-        from serve_app.engine import GenerationRequest
+        from serve_app.engine.protocol import GenerationRequest
 
         n = item.output_tokens
         ids = self.prompt_ids[item.text]

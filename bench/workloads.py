@@ -1,7 +1,9 @@
 """Benchmark workloads: reproducible translation requests of controlled lengths.
 
 ``uniform`` gives every text about the same length (the seeds' misleading 15 RPS came from
-such inputs); ``variable`` mixes short and long texts (10-200 tokens), as real traffic does.
+such inputs); ``variable`` mixes short and long texts (10-200 tokens), as real traffic does;
+``html`` is ``variable``'s texts as social-media posts (Mastodon's HTML: paragraphs, an
+@mention, a link, a #hashtag; ``format: html``), the same words and forced output lengths.
 Texts are drawn from small word lists in several languages, so the requests are multilingual
 and the tokenizer sees Latin, CJK and Cyrillic scripts. Lengths are counted with the served
 model's tokenizer when one is given, so every system gets the same token counts.
@@ -15,10 +17,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
-WorkloadKind = Literal["uniform", "variable"]
+WorkloadKind = Literal["uniform", "variable", "html"]
 
 # A few dozen everyday words per language; the sentences are nonsense but tokenize like text.
 _SENTENCES = {
@@ -65,6 +67,7 @@ class Item:
     target_lang: str
     input_tokens: int  # tokens of the text alone (the prompt adds the template)
     output_tokens: int  # forced output length
+    format: str = "text"  # the native API's format: text or html
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -99,7 +102,15 @@ def make_workload(
     output_ratio: float = 1.0,
 ) -> list[Item]:
     """``n`` items: ``variable`` lengths uniform in [low, high] tokens, or all
-    ``uniform_tokens``; a translation is about as long as its source (``output_ratio``)."""
+    ``uniform_tokens``; a translation is about as long as its source (``output_ratio``);
+    ``html``: the ``variable`` items as posts (``as_post``)."""
+    if kind == "html":
+        plain = make_workload(
+            "variable", n, seed=seed, count_tokens=count_tokens, low=low, high=high,
+            output_ratio=output_ratio,
+        )  # fmt: skip
+        rng = random.Random(seed + 1)
+        return [replace(i, text=as_post(rng, i.text, i.source_lang), format="html") for i in plain]
     rng = random.Random(seed)
     count = count_tokens or word_count_estimate
     items = []
@@ -111,6 +122,35 @@ def make_workload(
         n_in = count(text)
         items.append(Item(text, lang, target, n_in, max(1, round(output_ratio * n_in))))
     return items
+
+
+_POST_HANDLES = ("alice", "bob", "carol", "dmitri", "mei")
+
+
+def as_post(rng: random.Random, text: str, lang: str) -> str:
+    """``text`` as a Mastodon status: a mention first, a link and a hashtag inside, split
+    into two paragraphs when long; its words are unchanged and in order."""
+    sep = "" if lang in _CJK else " "
+    words = list(text) if lang in _CJK else text.split(" ")
+    handle = rng.choice(_POST_HANDLES)
+    mention = (
+        f'<span class="h-card" translate="no"><a href="https://social.example/@{handle}" '
+        f'class="u-url mention">@<span>{handle}</span></a></span>'
+    )
+    link = (
+        f'<a href="https://news.example/{lang}/{rng.randint(1, 9999)}" target="_blank" '
+        'rel="nofollow noopener noreferrer"><span class="invisible">https://</span>'
+        f'<span class="">news.example/{lang}</span><span class="invisible"></span></a>'
+    )
+    tag = (
+        f'<a href="https://social.example/tags/{lang}" class="mention hashtag" rel="tag">'
+        f"#<span>{lang}</span></a>"
+    )
+    middle = len(words) // 2
+    first, second = sep.join(words[:middle]), sep.join(words[middle:])
+    if len(words) > 40:
+        return f"<p>{mention} {first}</p><p>{link} {second} {tag}</p>"
+    return f"<p>{mention} {first} {link} {second} {tag}</p>"
 
 
 def tokenizer_counter(path: str) -> TokenCounter:

@@ -31,7 +31,22 @@ has_nvidia_gpu() {
 if has_nvidia_gpu; then device=gpu; else device=cpu; fi
 fingerprint=$(cat pyproject.toml requirements/* scripts/setup_venv.sh | sha256sum | cut -c1-16)
 stamp="$venv/.serve-app-$device-$fingerprint${extras:+-$extras}"
-if [ -f "$stamp" ]; then
+
+# A stamp of this fingerprint whose extras include the ones asked for (./test.sh installs
+# "test,bench"; ./serve.sh, asking for none, must not reinstall after it).
+installed() {
+  local found have extra
+  for found in "$venv/.serve-app-$device-$fingerprint"*; do
+    [ -f "$found" ] || continue
+    have=${found#"$venv/.serve-app-$device-$fingerprint"}
+    for extra in ${extras//,/ }; do
+      [[ ",${have#-}," == *",$extra,"* ]] || continue 2
+    done
+    return 0
+  done
+  return 1
+}
+if installed; then
   exit 0
 fi
 

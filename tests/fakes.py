@@ -5,12 +5,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 
-from serve_app.autoscaling import EngineLoad
-from serve_app.config import EngineConfig
-from serve_app.engine import Generation, GenerationChunk, GenerationRequest
-from serve_app.prompts import ChatPrompt, Prompt, escape_special_tokens, special_token_escaper
+from serve_app.core.config import EngineConfig
+from serve_app.engine.protocol import EngineLoad, Generation, GenerationChunk, GenerationRequest
+from serve_app.engine.tokenizer import escape_special_tokens, special_token_escaper
+from serve_app.translation.families import ChatPrompt, Prompt
 
 FAKE_SPECIAL_TOKENS = special_token_escaper(["<|im_start|>", "<|im_end|>"])
+
+
+def _content_text(content: str | list[dict[str, str]]) -> str:
+    """A message's text: its content, or the texts of its structured entries."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(entry.get("text", "") for entry in content)
 
 
 class FakeEngine:
@@ -32,6 +39,11 @@ class FakeEngine:
         self.requests: list[GenerationRequest] = []
         # finish_reason "length" for prompts holding this marker (a translation cut short).
         self.truncate_marker: str | None = None
+        # Prompts holding this marker (and not ``truncate_marker``) get a degenerate loop: a
+        # newline repeated to the token limit, unless decoded with a frequency penalty while
+        # ``blank_loop_cured`` (as a real model's loop breaks under one).
+        self.blank_loop_marker: str | None = None
+        self.blank_loop_cured = True
         # Streaming fails with ``fail_with`` after this many chunks (an error mid-stream).
         self.fail_after_chunks: int | None = None
         # The "translation" of a prompt's text; default: the prompt's text back.
@@ -43,7 +55,7 @@ class FakeEngine:
 
     def encode(self, prompt: Prompt) -> list[int]:
         if isinstance(prompt, ChatPrompt):
-            text = "\n".join(m["content"] for m in prompt.messages)
+            text = "\n".join(_content_text(m["content"]) for m in prompt.messages)
         else:
             text = prompt.text
         return [ord(c) for c in text]
@@ -62,14 +74,9 @@ class FakeEngine:
                 await self.hold.wait()
             if self.fail_with is not None:
                 raise self.fail_with
-            text = "".join(chr(i) for i in request.prompt_token_ids)
-            out = min(3, request.max_tokens)
-            return Generation(
-                self.reply(text) if self.reply is not None else text,
-                len(request.prompt_token_ids),
-                out,
-                self._finish_reason(text),
-            )
+            text, reason = self._output(request)
+            out = request.max_tokens if self._looping(request) else min(3, request.max_tokens)
+            return Generation(text, len(request.prompt_token_ids), out, reason)
         except asyncio.CancelledError:
             self.cancelled.append(request_id)
             raise
@@ -80,6 +87,21 @@ class FakeEngine:
         marked = self.truncate_marker is not None and self.truncate_marker in prompt
         return "length" if marked else "stop"
 
+    def _looping(self, request: GenerationRequest) -> bool:
+        prompt = "".join(chr(i) for i in request.prompt_token_ids)
+        if self.blank_loop_marker is None or self._finish_reason(prompt) == "length":
+            return False
+        cured = self.blank_loop_cured and request.frequency_penalty > 0
+        return self.blank_loop_marker in prompt and not cured
+
+    def _output(self, request: GenerationRequest) -> tuple[str, str]:
+        """The fake translation of ``request`` and its finish reason."""
+        if self._looping(request):
+            return "\n" * request.max_tokens, "length"
+        prompt = "".join(chr(i) for i in request.prompt_token_ids)
+        text = self.reply(prompt) if self.reply is not None else prompt
+        return text, self._finish_reason(prompt)
+
     async def generate_stream(
         self, request: GenerationRequest, request_id: str
     ) -> AsyncIterator[GenerationChunk]:
@@ -87,8 +109,7 @@ class FakeEngine:
         self.requests.append(request)
         self.active.add(request_id)
         try:
-            prompt = "".join(chr(i) for i in request.prompt_token_ids)
-            text = self.reply(prompt) if self.reply is not None else prompt
+            text, finish_reason = self._output(request)
             chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
             for n, chunk in enumerate(chunks, 1):
                 if self.hold is not None:
@@ -96,7 +117,7 @@ class FakeEngine:
                 if self.fail_after_chunks is not None and n > self.fail_after_chunks:
                     raise self.fail_with or RuntimeError("engine failed")
                 last = n == len(chunks)
-                reason = self._finish_reason(prompt) if last else None
+                reason = finish_reason if last else None
                 yield GenerationChunk(chunk, n, last, len(request.prompt_token_ids), reason)
                 await asyncio.sleep(0)
         except asyncio.CancelledError:

@@ -19,10 +19,11 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-from serve_app.config import AppConfig
-from serve_app.engine import TranslationEngine, VLLMEngine
-from serve_app.ingress import create_app
-from serve_app.service import TranslationService
+from serve_app.api.app import create_app
+from serve_app.core.config import AppConfig
+from serve_app.engine.protocol import TranslationEngine
+from serve_app.engine.vllm import VLLMEngine
+from serve_app.translation.service import TranslationService
 
 
 def make_engine(kind: str, config: AppConfig, workers: int) -> TranslationEngine:

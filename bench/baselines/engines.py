@@ -23,10 +23,10 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from serve_app.autoscaling import EngineLoad
-from serve_app.config import EngineConfig
-from serve_app.engine import Generation, GenerationChunk, GenerationRequest, PromptTokenizer
-from serve_app.prompts import Prompt
+from serve_app.core.config import EngineConfig
+from serve_app.engine.protocol import EngineLoad, Generation, GenerationChunk, GenerationRequest
+from serve_app.engine.tokenizer import PromptTokenizer
+from serve_app.translation.families import Prompt
 
 _READY = "__ready__"
 

@@ -16,7 +16,7 @@ import signal
 import threading
 from pathlib import Path
 
-from serve_app.config import AppConfig
+from serve_app.core.config import AppConfig
 
 READY = "ray serve llm ready"  # printed once `serve.run` returns: every replica is up
 

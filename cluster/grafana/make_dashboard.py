@@ -85,6 +85,13 @@ PANELS = [
         ("sum by (result) (rate(ray_translator_cache_lookups_total[$__rate_interval]))",
          "{{result}}"),
     ], "reqps"),
+    ("Documents (progress: segments and characters/s; jobs finished)", [
+        ("sum(rate(ray_translator_document_characters_total[$__rate_interval]))",
+         "characters/s"),
+        ("sum(rate(ray_translator_document_segments_total[$__rate_interval]))", "segments/s"),
+        ("sum by (state) (increase(ray_translator_documents_finished_total"
+         "[$__rate_interval]))", "jobs {{state}}"),
+    ], "short"),
 ]  # fmt: skip
 
 

@@ -21,7 +21,7 @@ from bench.loadgen import run
 from bench.systems import ALL_SYSTEMS, BenchContext, bench_app_config, started
 from bench.targets import OpenAITarget
 from bench.workloads import make_workload, tokenizer_counter
-from serve_app.config import AppConfig
+from serve_app.core.config import AppConfig
 from tests.conftest import ROOT
 
 REQUESTS, SLOW_REQUESTS = 12, 6

@@ -17,7 +17,7 @@ import httpx
 import pytest
 import yaml
 
-from serve_app.launcher import derive_config
+from serve_app.tools.launcher import derive_config
 from tests.conftest import ROOT
 
 START_TIMEOUT_S = 420
@@ -91,7 +91,8 @@ def cluster(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         app_options={"logging_config": {"encoding": "JSON"}},
         args={
             "engine": {"model": str(tiny_model_dir), "max_model_len": 2048},
-            "prompt": {"family": "chat"},
+            # Greedy (not the chat family's sampling): the random model's answers repeat.
+            "prompt": {"family": "chat", "sampling": {"temperature": 0.0}},
             "limits": {"max_input_tokens": 512, "max_batch_items": 8},
         },
         runtime_env={"env_vars": {"VLLM_CPU_KVCACHE_SPACE": "1"}},

@@ -1,8 +1,8 @@
 """Queue-depth autoscaling, API keys and a redeploy, end to end, on a Ray cluster of their own
 (about 5-8 minutes: one start, one scale-up, one rolling update).
 
-`serve run` of the CPU config with the queue-depth policy (`serve_app.autoscaling`), min 1 and
-max 2 replicas, 1 CPU each on a 2-CPU Ray head, API keys on. A sustained burst from the
+`serve run` of the CPU config with the queue-depth policy (`serve_app.serving.autoscaling`),
+min 1 and max 2 replicas, 1 CPU each on a 2-CPU Ray head, API keys on. A sustained burst from the
 project's client must scale the deployment to 2 replicas; idle, it must return to 1. The
 timeline (outstanding requests, running replicas, answers per second) is written as JSON and a
 PNG plot (``RELIABILITY_OUT``, else the test's temporary folder). Then `serve deploy` of a
@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from serve_app.client import RetryPolicy, TranslationClient
-from serve_app.launcher import derive_config
+from serve_app.tools.launcher import derive_config
 from tests.conftest import ROOT
 from tests.e2e.conftest import free_port, serve_cluster
 from tests.e2e.replicas import (
@@ -50,7 +50,7 @@ AUTOSCALING = {
     "upscale_delay_s": 3,
     "downscale_delay_s": 10,
     "look_back_period_s": 5,
-    "policy": {"policy_function": "serve_app.autoscaling:queue_depth_policy"},
+    "policy": {"policy_function": "serve_app.serving.autoscaling:queue_depth_policy"},
 }
 # This cluster also runs with API keys (the shared one runs without): clients send one.
 API_KEY = "e2e-key-2"
@@ -271,7 +271,7 @@ def test_libretranslate_client_sends_its_key_in_the_body(scaling_cluster: Scalin
     assert isinstance(LibreTranslateAPI(base, api_key=API_KEY).translate("Hello", "en", "de"), str)
     with pytest.raises(urllib.error.HTTPError) as error:
         LibreTranslateAPI(base, api_key="e2e-key-3").translate("Hello", "en", "de")
-    assert error.value.code == 401
+    assert error.value.code == 403  # LibreTranslate's status for an invalid key
     assert set(json.loads(error.value.read())) == {"error"}  # LibreTranslate's error shape
 
 

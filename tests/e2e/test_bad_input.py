@@ -1,6 +1,7 @@
 """Bad input through the real stack (Ray's proxy, the replica, the vLLM engine): every hand case
 gets a 4xx with a JSON error and a message, or a correct 200; never a 5xx; the service serves
-afterwards. (The schema-driven fuzzing runs in tests/unit/test_fuzz.py over the same app.)"""
+afterwards. (The schema-driven fuzzing runs in tests/unit/api/test_fuzzed_requests.py over the
+same app.)"""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from serve_app.client import Outcome, RetryPolicy, TranslationClient
-from serve_app.launcher import derive_config
+from serve_app.tools.launcher import derive_config
 from tests.conftest import ROOT
 from tests.e2e.conftest import free_port
 from tests.texts import texts

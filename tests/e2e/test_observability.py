@@ -117,10 +117,23 @@ def test_engine_metrics_per_replica(cluster: Cluster) -> None:
 # against the code that declares them instead of a scrape.
 EVENT_ONLY = {
     "ray_translator_rejected_requests_total": (
-        "serve_app/metrics.py",
+        "serve_app/serving/metrics.py",
         '"translator_rejected_requests"',
     ),
     "ray_vllm_num_preemptions_total": ("vllm/v1/metrics/loggers.py", '"vllm:num_preemptions"'),
+    # Document translation's metrics appear once a document is translated.
+    "ray_translator_document_characters_total": (
+        "serve_app/serving/metrics.py",
+        '"translator_document_characters"',
+    ),
+    "ray_translator_document_segments_total": (
+        "serve_app/serving/metrics.py",
+        '"translator_document_segments"',
+    ),
+    "ray_translator_documents_finished_total": (
+        "serve_app/serving/metrics.py",
+        '"translator_documents_finished"',
+    ),
 }
 
 

@@ -10,14 +10,17 @@ import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import httpx
 import pytest
 import pytest_asyncio
 
-from serve_app.config import AppConfig, EngineConfig
-from serve_app.engine import GenerationRequest, VLLMEngine
-from serve_app.errors import DeadlineExceeded, EngineStartupError
-from serve_app.schemas import BatchTranslateRequest, TextItem, TranslateRequest
-from serve_app.service import TranslationService
+from serve_app.api.app import create_app
+from serve_app.core.config import AppConfig, EngineConfig
+from serve_app.core.errors import DeadlineExceeded, EngineStartupError
+from serve_app.core.schemas import BatchTranslateRequest, TextItem, TranslateRequest
+from serve_app.engine.protocol import GenerationRequest
+from serve_app.engine.vllm import VLLMEngine
+from serve_app.translation.service import TranslationService
 from tests.texts import texts
 
 
@@ -143,6 +146,37 @@ async def test_streamed_generation_matches_the_final_one(service: TranslationSer
     assert engine.num_unfinished_requests() == 0
 
 
+async def test_a_stop_sequence_ends_the_generation_before_it(service: TranslationService) -> None:
+    """The family's stop strings reach vLLM: a greedy generation asked to stop at a string
+    from the middle of its own output ends just before the string's first occurrence, the
+    string left out, with finish reason "stop"."""
+    engine = service.engine
+    prompt = engine.encode(service.family.build(*service.languages.resolve_pair("en", "de"), "hi"))
+    free = await engine.generate(
+        GenerationRequest(prompt, max_tokens=40, ignore_eos=True), "stop-free"
+    )
+    assert free.finish_reason == "length"
+    middle = len(free.text) // 2
+    stop = free.text[middle : middle + 2]  # (the random model may repeat one token: then
+    assert len(stop) == 2  # its first occurrence is at the start and nothing is kept)
+    stopped = await engine.generate(
+        GenerationRequest(prompt, max_tokens=40, ignore_eos=True, stop=(stop,)), "stop-at"
+    )
+    assert stopped.finish_reason == "stop"
+    assert stopped.text == free.text[: free.text.index(stop)]
+
+
+async def test_min_p_and_presence_penalty_are_accepted(service: TranslationService) -> None:
+    engine = service.engine
+    prompt = engine.encode(service.family.build(*service.languages.resolve_pair("en", "de"), "hi"))
+    request = GenerationRequest(
+        prompt, max_tokens=8, temperature=0.7, top_p=0.8, top_k=20, min_p=0.05,
+        presence_penalty=1.5,
+    )  # fmt: skip
+    result = await engine.generate(request, "penalized")
+    assert 1 <= result.output_tokens <= 8
+
+
 async def test_closing_a_stream_aborts_the_engine_request(service: TranslationService) -> None:
     engine = service.engine
     prompt = engine.encode(service.family.build(*service.languages.resolve_pair("en", "de"), "x"))
@@ -152,3 +186,42 @@ async def test_closing_a_stream_aborts_the_engine_request(service: TranslationSe
     assert engine.num_unfinished_requests() == 1
     await stream.aclose()
     await wait_until(lambda: engine.num_unfinished_requests() == 0, timeout=5)
+
+
+async def test_tiny_model_answers_visible_text(service: TranslationService) -> None:
+    """The demo's promise: nonsense, but visible, on the plain, batch and streamed paths.
+    (A random model whose output layer is tied to its embeddings repeats the prompt's last
+    token, a newline, to the token limit: an empty translation once stripped.)"""
+    texts = ["Hello world, how are you today?", "Guten Morgen", "Le renard brun. Bonjour!"]
+    requests = [TranslateRequest(text=t, source_lang="en", target_lang="de") for t in texts]
+    for i, request in enumerate(requests):
+        single = await service.translate(request, f"visible-{i}")
+        assert single.translation.strip(), single
+        events = [e async for e in await service.translate_stream(request, f"visible-s{i}")]
+        deltas = "".join(data["text"] for name, data in events if name == "delta")
+        assert deltas.strip()
+        assert events[-1][0] == "done"
+        assert events[-1][1]["translation"].strip()
+    items = [TextItem(text=t, source_lang="en", target_lang="de") for t in texts]
+    results = (await service.translate_batch(BatchTranslateRequest(items=items), "b2")).results
+    assert all(getattr(r, "translation", "").strip() for r in results), results
+
+
+async def test_tiny_model_answers_visible_text_to_compatible_clients(
+    service: TranslationService,
+) -> None:
+    """DeepL's and LibreTranslate's routes over the real engine: no empty strings."""
+    transport = httpx.ASGITransport(app=create_app(service), raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        deepl = await client.post(
+            "/v2/translate",
+            json={"text": ["Good morning", "Hello world"], "target_lang": "DE"},
+            headers={"Authorization": "DeepL-Auth-Key any"},
+        )
+        libre = await client.post(
+            "/libretranslate/translate", json={"q": "Hello world", "source": "en", "target": "de"}
+        )
+    assert deepl.status_code == 200, deepl.text
+    assert all(t["text"].strip() for t in deepl.json()["translations"]), deepl.text
+    assert libre.status_code == 200, libre.text
+    assert libre.json()["translatedText"].strip(), libre.text

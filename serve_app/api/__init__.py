@@ -1,0 +1,1 @@
+"""The HTTP API: FastAPI routes (native and compatible), middlewares and error responses."""

@@ -1,0 +1,1 @@
+"""Compatibility APIs: other services' protocols (DeepL, LibreTranslate) over the same service."""

@@ -1,0 +1,106 @@
+"""LibreTranslate's API under a prefix of its own (default ``/libretranslate``), so clients
+that take a LibreTranslate base URL work unchanged without clashing with the native API.
+
+``POST /translate`` (JSON or form; ``q`` one text or a list, ``source`` a code or ``auto``,
+``target``, ``format`` ``text`` or ``html`` (tags kept: Mastodon sends its statuses so),
+``api_key`` accepted), ``GET|POST /languages`` and ``POST /detect``, in LibreTranslate's
+shapes (confidences 0-100). Errors are ``{"error": ...}`` with its statuses (400 for bad
+parameters).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+
+from serve_app.api.compat.common import all_translated, get_and_post, make_item, one, read_params
+from serve_app.api.compat.libre_documents import libre_document_routes
+from serve_app.api.compat.markup import libre_format
+from serve_app.api.errors import register_error_format
+from serve_app.api.keys import translate_batch_charged
+from serve_app.core.errors import InvalidRequest
+from serve_app.core.schemas import BatchTranslateRequest, TranslateResponse
+from serve_app.documents.replica import ReplicaDocuments
+from serve_app.translation.service import TranslationService
+
+
+def libre_error(status: int, code: str, message: str) -> tuple[int, dict[str, Any]]:
+    # LibreTranslate answers a missing or invalid api_key with 403 and a used-up quota or
+    # rate with 429.
+    if status == 422:
+        return 400, {"error": message}
+    return (403 if code == "unauthorized" else status), {"error": message}
+
+
+def _detected(r: TranslateResponse) -> dict[str, Any]:
+    confidence = r.detection_confidence or 0.0
+    return {"confidence": round(confidence * 100, 1), "language": r.source_lang}
+
+
+async def _translate(service: TranslationService, request: Request) -> dict[str, Any]:
+    params = await read_params(request)
+    q, target = params.get("q"), one(params, "target")
+    if not q:
+        raise InvalidRequest("Invalid request: missing q parameter")
+    if not target:
+        raise InvalidRequest("Invalid request: missing target parameter")
+    fmt = libre_format(params)
+    source = one(params, "source", "auto")
+    items = [make_item(text=t, source_lang=source, target_lang=target, format=fmt) for t in q]
+    batch = BatchTranslateRequest(items=items)
+    results = all_translated(await translate_batch_charged(service, request, batch, True))
+    many = "q" in request.state.arrays
+    body: dict[str, Any] = {
+        "translatedText": [r.translation for r in results] if many else results[0].translation
+    }
+    if str(source).lower() == "auto":
+        detected = [_detected(r) for r in results]
+        body["detectedLanguage"] = detected if many else detected[0]
+    if int(one(params, "alternatives", 0) or 0) > 0:
+        body["alternatives"] = [[] for _ in results] if many else []
+    return body
+
+
+# LibreTranslate's error shape, {"error": ...}, with its statuses.
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"description": 'Error: {"error": ...}'} for code in (400, 401, 403, 413, 429, 503, 504)
+}
+
+
+def libre_router(
+    app: FastAPI,
+    service: TranslationService,
+    prefix: str,
+    documents: ReplicaDocuments | None = None,
+) -> None:
+    """Adds the LibreTranslate endpoints under ``prefix`` and their error shape to ``app``
+    (``/translate_file`` with ``documents``)."""
+    router = APIRouter(prefix=prefix, tags=["LibreTranslate compatibility"], responses=_ERRORS)
+    if documents is not None:
+        libre_document_routes(router, documents, prefix)
+
+    @router.post("/translate")
+    async def translate(request: Request) -> dict[str, Any]:
+        """LibreTranslate ``POST /translate``: ``q`` a string or a list of strings."""
+        return await _translate(service, request)
+
+    @get_and_post(router, "/languages", "libre_languages")
+    async def languages() -> list[dict[str, Any]]:
+        """LibreTranslate ``/languages``: codes, names and the targets of each."""
+        return [
+            {"code": code, "name": lang.name, "targets": service.languages.targets_for(code)}
+            for code, lang in service.languages.languages.items()
+        ]
+
+    @router.post("/detect")
+    async def detect(request: Request) -> list[dict[str, Any]]:
+        """LibreTranslate ``POST /detect``: likely languages of ``q``, confidences 0-100."""
+        q = one(await read_params(request), "q")
+        if not isinstance(q, str) or not q:
+            raise InvalidRequest("Invalid request: missing q parameter")
+        found = service.detect(q)
+        return [{"confidence": round(c * 100, 1), "language": lang.code} for lang, c in found]
+
+    app.include_router(router)
+    register_error_format(app, prefix, libre_error)

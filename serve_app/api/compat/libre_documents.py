@@ -1,0 +1,48 @@
+"""LibreTranslate's file translation: ``POST /translate_file`` and ``GET /download_file``.
+
+As in LibreTranslate, ``/translate_file`` (multipart: ``file``, ``source`` (a code or
+``auto``), ``target``, ``api_key``) answers once the file is translated, with
+``{"translatedFileUrl": ".../download_file/<id>.<name>"}``; the download answers the file
+under its original name. The job id in the URL is the download's only credential, as the
+random name is in LibreTranslate. A file not done within ``documents.wait_timeout_s`` gets
+a 504 (the job goes on; the same upload can be retried later).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request, Response
+
+from serve_app.api.documents import field, file_response, owner, read_upload
+from serve_app.core.errors import InvalidRequest
+from serve_app.documents.jobs import Upload
+from serve_app.documents.replica import ReplicaDocuments
+
+
+def libre_document_routes(router: APIRouter, documents: ReplicaDocuments, prefix: str) -> None:
+    max_bytes = documents.config.max_bytes
+
+    @router.post("/translate_file")
+    async def translate_file(request: Request) -> dict[str, str]:
+        """LibreTranslate ``POST /translate_file``: the file translated, as a download URL."""
+        file, data, form = await read_upload(request, max_bytes)
+        target = field(form, "target")
+        if not target:
+            raise InvalidRequest("Invalid request: missing target parameter")
+        if not file.filename:
+            raise InvalidRequest("Invalid request: empty file")
+        up = Upload(file.filename, data, target, field(form, "source"))
+        submitted = await documents.submit(owner(request), up)
+        job_id = submitted.job.id
+        await documents.jobs.wait(None, job_id, documents.config.wait_timeout_s)
+        await documents.jobs.result(None, job_id)  # a failed job answers its error here
+        base = str(request.base_url).rstrip("/")
+        url = f"{base}{prefix}/download_file/{job_id}.{quote(file.filename)}"
+        return {"translatedFileUrl": url}
+
+    @router.get("/download_file/{filename}")
+    async def download_file(filename: str) -> Response:
+        """LibreTranslate ``GET /download_file/<name>``: a translated file."""
+        job_id = filename.split(".", 1)[0]
+        return file_response(*await documents.jobs.result(None, job_id))

@@ -1,0 +1,154 @@
+"""Native document translation: ``/documents``.
+
+``POST /documents`` (multipart: ``file``, ``target_lang``, optional ``source_lang``,
+``formality``, ``format``) stores a job and answers its id, its ``document_key`` and its
+status; ``GET /documents/{id}`` is the status with progress and ``seconds_remaining``;
+``GET /documents/{id}/result`` downloads the translated file (409 until it is done);
+``DELETE /documents/{id}`` deletes it (jobs also expire after the store's TTL);
+``GET /documents`` lists the caller's jobs. Jobs belong to the caller's API key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from urllib.parse import quote
+
+from fastapi import APIRouter, FastAPI, Request, Response
+from pydantic import BaseModel, Field
+from starlette.datastructures import FormData, UploadFile
+
+from serve_app.core.errors import DocumentTooLarge, InvalidRequest
+from serve_app.documents import FORMATS
+from serve_app.documents.jobs import Upload, seconds_remaining
+from serve_app.documents.replica import ReplicaDocuments
+from serve_app.store import DocumentJob, owner_of
+
+Status = Literal["queued", "translating", "done", "error"]
+
+
+class DocumentStatus(BaseModel):
+    id: str
+    name: str
+    format: str = Field(..., description="The format the file was read as: docx, srt...")
+    status: Status
+    source_lang: str | None
+    target_lang: str
+    segments_total: int
+    segments_done: int
+    characters_total: int
+    characters_done: int
+    progress: float = Field(..., description="Share of the characters translated, 0 to 1.")
+    seconds_remaining: int | None = Field(
+        None, description="Estimate from the speed so far; None before the first segment."
+    )
+    created_at: float
+    expires_at: float = Field(..., description="When the job and its files are deleted.")
+    error: str | None = None
+
+
+class DocumentCreated(DocumentStatus):
+    document_key: str = Field(
+        ..., description="The job's key (DeepL's document_key); shown only once."
+    )
+
+
+def public_state(job: DocumentJob) -> Status:
+    """Clients see a job being assembled as still translating."""
+    return "translating" if job.state == "translated" else job.state
+
+
+def status_of(job: DocumentJob) -> DocumentStatus:
+    total = max(job.characters_total, 1)
+    return DocumentStatus(
+        id=job.id, name=job.name, format=job.format, status=public_state(job),
+        source_lang=job.source_lang, target_lang=job.target_lang,
+        segments_total=job.segments_total, segments_done=job.segments_done,
+        characters_total=job.characters_total, characters_done=job.characters_done,
+        progress=1.0 if job.state == "done" else round(job.characters_done / total, 4),
+        seconds_remaining=seconds_remaining(job), created_at=job.created_at,
+        expires_at=job.expires_at, error=job.error,
+    )  # fmt: skip
+
+
+def owner(request: Request) -> str:
+    return owner_of(getattr(request.state, "key_id", None))
+
+
+async def read_upload(request: Request, max_bytes: int) -> tuple[UploadFile, bytes, FormData]:
+    """The multipart form's ``file`` and its bytes (413 beyond ``max_bytes``), and the
+    form's other fields."""
+    form = await request.form(max_files=1, max_fields=50)
+    file = form.get("file")
+    if not isinstance(file, UploadFile):
+        raise InvalidRequest("Send the document as the 'file' field of a multipart/form-data body.")
+    data = await file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise DocumentTooLarge(f"The document is larger than {max_bytes} bytes.")
+    return file, data, form
+
+
+def field(form: FormData, name: str) -> str | None:
+    value = form.get(name)
+    if value is not None and not isinstance(value, str):
+        raise InvalidRequest(f"Invalid request: '{name}' must be a text field.")
+    return value or None
+
+
+def file_response(job: DocumentJob, data: bytes) -> Response:
+    """The translated file as a download under the uploaded file's name."""
+    fmt = FORMATS.get(job.format)
+    ascii_name = job.name.encode("ascii", "replace").decode().replace('"', "'")
+    disposition = f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(job.name)}"
+    return Response(
+        content=data,
+        media_type=fmt.media_type if fmt else "application/octet-stream",
+        headers={"Content-Disposition": disposition},
+    )
+
+
+_ERROR = {"description": 'Error: {"error": {"code": ..., "message": ...}}'}
+_ERRORS: dict[int | str, dict[str, Any]] = {c: _ERROR for c in (400, 401, 404, 409, 413, 422)}
+
+
+def documents_router(app: FastAPI, documents: ReplicaDocuments) -> None:
+    router = APIRouter(prefix="/documents", tags=["Documents"], responses=_ERRORS)
+    max_bytes = documents.config.max_bytes
+
+    @router.post("", response_model=DocumentCreated, status_code=201)
+    async def upload(request: Request) -> DocumentCreated:
+        """Uploads a document to translate (multipart: ``file``, ``target_lang``, optional
+        ``source_lang``, ``formality``, ``format``)."""
+        file, data, form = await read_upload(request, max_bytes)
+        target = field(form, "target_lang")
+        if not target:
+            raise InvalidRequest("Invalid request: 'target_lang' is required.")
+        formality = field(form, "formality") or "default"
+        if formality not in ("default", "formal", "informal"):
+            raise InvalidRequest("Invalid request: formality is default, formal or informal.")
+        up = Upload(file.filename or "", data, target, field(form, "source_lang"),
+                    field(form, "format"), formality)  # fmt: skip
+        submitted = await documents.submit(owner(request), up)
+        return DocumentCreated(**status_of(submitted.job).model_dump(), document_key=submitted.key)
+
+    @router.get("", response_model=list[DocumentStatus])
+    async def list_documents(request: Request) -> list[DocumentStatus]:
+        """The caller's documents that have not expired."""
+        return [status_of(j) for j in await documents.jobs.store.list_documents(owner(request))]
+
+    @router.get("/{document_id}", response_model=DocumentStatus)
+    async def status(document_id: str, request: Request) -> DocumentStatus:
+        """The document's status and progress."""
+        return status_of(await documents.jobs.status(owner(request), document_id))
+
+    @router.get("/{document_id}/result", responses={200: {"description": "The file."}})
+    async def result(document_id: str, request: Request) -> Response:
+        """The translated file (409 while it is being translated)."""
+        return file_response(*await documents.jobs.result(owner(request), document_id))
+
+    @router.delete("/{document_id}", status_code=204)
+    async def delete(document_id: str, request: Request) -> Response:
+        """Deletes the document and its files."""
+        await documents.jobs.delete(owner(request), document_id)
+        return Response(status_code=204)
+
+    app.include_router(router)

@@ -1,0 +1,163 @@
+"""The one place that maps errors to HTTP responses.
+
+Service errors (``core.errors``), FastAPI's validation errors and anything unexpected become
+the same JSON shape, ``{"error": {"code", "message"}}``, with the status of ``STATUS``;
+compatibility APIs (DeepL, LibreTranslate) register a format that reshapes errors under their
+prefix. Messages of 5xx errors we did not raise on purpose are logged with the request id and
+replaced by a generic one: internals are not shown.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from serve_app.core import errors as e
+
+logger = logging.getLogger("ray.serve.translator")
+
+# Each error type's status; a subclass without an entry takes its nearest base's.
+STATUS: dict[type[e.ServiceError], int] = {
+    e.ServiceError: 500,
+    e.ClientError: 400,
+    e.ServerError: 503,
+    e.InvalidRequest: 422,
+    e.InvalidLanguageCode: 400,
+    e.UnsupportedLanguage: 400,
+    e.UnsupportedLanguagePair: 400,
+    e.UnsupportedOption: 400,
+    e.LanguageDetectionFailed: 400,
+    e.TextTooLong: 413,
+    e.BatchTooLarge: 413,
+    e.BodyTooLarge: 413,
+    e.Unauthorized: 401,
+    e.Forbidden: 403,
+    e.Overloaded: 503,
+    e.EngineUnavailable: 503,
+    e.DeadlineExceeded: 504,
+    e.NotFound: 404,
+    e.GlossaryNotFound: 404,
+    e.DocumentNotFound: 404,
+    e.KeyNotFound: 404,
+    e.InvalidGlossary: 400,
+    e.GlossaryTooLarge: 413,
+    e.InvalidDocument: 400,
+    e.DocumentTooLarge: 413,
+    e.DocumentNotReady: 409,
+    e.LimitReached: 403,
+    e.NameTaken: 409,
+    e.QuotaExceeded: 429,
+    e.RateLimited: 429,
+    e.StoreUnavailable: 503,
+    e.UnsupportedDocumentFormat: 400,
+    e.MalformedDocument: 400,
+}
+
+
+def http_status(exc: e.ServiceError | type[e.ServiceError]) -> int:
+    """The HTTP status of an error (or error type)."""
+    cls = exc if isinstance(exc, type) else type(exc)
+    for base in cls.__mro__:
+        if base in STATUS:
+            return STATUS[base]
+    return 500
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+# Compatibility APIs (DeepL, LibreTranslate) answer errors in their own shapes: a format maps
+# (status, code, message) to the status and body that API documents.
+ErrorFormat = Callable[[int, str, str], tuple[int, dict[str, Any]]]
+
+
+def register_error_format(app: FastAPI, prefix: str, fmt: ErrorFormat) -> None:
+    """Errors of requests under path ``prefix`` are shaped by ``fmt``."""
+    if not hasattr(app.state, "error_formats"):
+        app.state.error_formats = []
+    app.state.error_formats.append((prefix.rstrip("/") + "/", fmt))
+
+
+def _respond(
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    path = request.url.path
+    app_state = getattr(request.scope.get("app"), "state", None)
+    for prefix, fmt in getattr(app_state, "error_formats", []):
+        if path.startswith(prefix):
+            status, body = fmt(status, code, message)
+            return JSONResponse(body, status_code=status, headers=headers)
+    return JSONResponse(error_body(code, message), status_code=status, headers=headers)
+
+
+def _request_id(request: Request) -> str:
+    return str(getattr(request.state, "request_id", "-"))
+
+
+def service_error_response(exc: e.ServiceError, request: Request) -> JSONResponse:
+    """``exc`` as the answer to ``request``, in the shape of the API it was sent to (also
+    for the middlewares that refuse a request before any route runs)."""
+    status = http_status(exc)
+    if status >= 500:
+        logger.warning("request %s failed: %s (%s)", _request_id(request), exc.code, exc.message)
+    headers = None
+    if exc.retry_after_s is not None:
+        headers = {"Retry-After": str(exc.retry_after_s)}
+    return _respond(request, status, exc.code, exc.message, headers)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        if err.get("type") == "json_invalid":
+            parts.append("body is not valid JSON")
+            continue
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+    return "Invalid request: " + "; ".join(parts)
+
+
+async def _on_service_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, e.ServiceError)
+    return service_error_response(exc, request)
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return _respond(request, 422, e.InvalidRequest.code, _validation_message(exc))
+
+
+async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:
+        # FastAPI's "error parsing the body": not UTF-8, or not decodable at all.
+        message = f"Invalid request: the body could not be parsed ({exc.detail})."
+        return _respond(request, 422, e.InvalidRequest.code, message)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return _respond(request, exc.status_code, code, str(exc.detail), exc.headers)
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    request_id = _request_id(request)
+    logger.exception("request %s failed unexpectedly", request_id, exc_info=exc)
+    message = f"Internal error; quote request id {request_id} when reporting it."
+    return _respond(request, 500, "internal_error", message)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Registers the one mapper for every error type on ``app``."""
+    app.add_exception_handler(e.ServiceError, _on_service_error)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)
+    app.add_exception_handler(Exception, _on_unexpected)

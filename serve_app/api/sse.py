@@ -1,0 +1,39 @@
+"""Server-sent events: the wire format of ``POST /translate/stream``.
+
+Each event is ``event: NAME`` and one ``data:`` line of JSON. Once the stream has started
+(status 200 sent), an error can no longer change the status: it is sent as an ``error``
+event with the usual ``{"error": {"code", "message"}}`` body, and the stream ends.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from serve_app.api.errors import error_body
+from serve_app.core.errors import ServiceError
+
+logger = logging.getLogger("ray.serve.translator")
+
+HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def format_event(name: str, data: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+async def sse_stream(
+    events: AsyncIterator[tuple[str, dict[str, Any]]], request_id: str
+) -> AsyncIterator[bytes]:
+    try:
+        async for name, data in events:
+            yield format_event(name, data)
+    except ServiceError as exc:
+        logger.warning("stream %s failed: %s (%s)", request_id, exc.code, exc.message)
+        yield format_event("error", error_body(exc.code, exc.message))
+    except Exception:
+        logger.exception("stream %s failed unexpectedly", request_id)
+        message = f"Internal error; quote request id {request_id} when reporting it."
+        yield format_event("error", error_body("internal_error", message))

@@ -1,0 +1,137 @@
+"""What every document format shares: segments, the handler interface and the limits.
+
+A handler is stateless: ``extract`` reads a file into the segments the model translates, and
+``rebuild`` reads the same file again and writes the translations into it, in the order
+``extract`` gave the segments. Keeping no parsed state between the two lets a job be extracted
+by one replica and rebuilt by another from the stored original bytes. Both are synchronous and
+do work proportional to the file: callers run them in a thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import ClassVar
+
+from serve_app.core.errors import DocumentTooLarge, MalformedDocument
+
+CONTEXT_CHARS = 600  # neighbouring text given with a segment, at most
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One unit of translation. ``text`` is what the model sees: plain text, or, when
+    ``tagged``, inline formatting as ``<gN>..</gN>`` / ``<xN/>`` tags (see ``inline``).
+    ``context`` is neighbouring text that helps the translation and is not translated."""
+
+    text: str
+    context: str = ""
+    tagged: bool = False
+
+
+@dataclass(frozen=True)
+class DocumentLimits:
+    """Bounds on what a document may hold (413 beyond)."""
+
+    max_bytes: int = 10 * 1024 * 1024
+    max_segments: int = 20_000
+    max_chars: int = 1_000_000
+    max_segment_chars: int = 20_000
+    max_unpacked_bytes: int = 200 * 1024 * 1024  # Office files are ZIP packages
+    max_package_entries: int = 10_000
+
+
+class DocumentFormat(ABC):
+    """A file format: its name, the extensions and media type it goes by, and how its text
+    is taken out and put back."""
+
+    name: ClassVar[str]
+    extensions: ClassVar[tuple[str, ...]]
+    media_type: ClassVar[str]
+    # Exceptions the parsing library raises on a malformed file (reported as 400s).
+    parse_errors: ClassVar[tuple[type[BaseException], ...]] = ()
+    # A ZIP package (Office formats): its unpacked size is checked before parsing.
+    zipped: ClassVar[bool] = False
+
+    @abstractmethod
+    def extract(self, data: bytes) -> list[Segment]:
+        """The file's translatable segments, in a fixed order."""
+
+    @abstractmethod
+    def rebuild(self, data: bytes, translations: Sequence[str]) -> bytes:
+        """The file with each segment's text replaced by its translation."""
+
+
+def decode_text(data: bytes, what: str) -> str:
+    """UTF-8 (with or without BOM) or UTF-16 with BOM; MalformedDocument otherwise."""
+    encoding = "utf-16" if data.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8-sig"
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise MalformedDocument(
+            f"The {what} file is not valid UTF-8 text (byte {exc.start}); save it as UTF-8."
+        ) from exc
+
+
+def with_neighbours(texts: Sequence[str]) -> list[str]:
+    """For each text, the text before and after it, as context (bounded)."""
+    half = CONTEXT_CHARS // 2
+    contexts = []
+    for i in range(len(texts)):
+        before = texts[i - 1][-half:] if i > 0 else ""
+        after = texts[i + 1][:half] if i + 1 < len(texts) else ""
+        contexts.append("\n".join(t for t in (before, after) if t))
+    return contexts
+
+
+def keep_space(source: str, translation: str) -> str:
+    """The translation with the source's leading and trailing whitespace (models drop it)."""
+    core = translation.strip()
+    start = source[: len(source) - len(source.lstrip())]
+    end = source[len(source.rstrip()) :]
+    return start + core + end if source.strip() else source
+
+
+def check_segments(segments: Sequence[Segment], limits: DocumentLimits) -> None:
+    """DocumentTooLarge if the segments exceed the limits."""
+    if len(segments) > limits.max_segments:
+        raise DocumentTooLarge(
+            f"The document holds {len(segments)} segments; at most {limits.max_segments} "
+            "are accepted."
+        )
+    chars = 0
+    for index, segment in enumerate(segments):
+        if len(segment.text) > limits.max_segment_chars:
+            raise DocumentTooLarge(
+                f"Segment {index + 1} holds {len(segment.text)} characters; at most "
+                f"{limits.max_segment_chars} are accepted in one paragraph, cell or cue."
+            )
+        chars += len(segment.text)
+    if chars > limits.max_chars:
+        raise DocumentTooLarge(
+            f"The document holds {chars} characters of text; at most {limits.max_chars} "
+            "are accepted."
+        )
+
+
+def check_count(translations: Sequence[str], expected: int) -> None:
+    if len(translations) != expected:
+        raise ValueError(f"{len(translations)} translations for {expected} segments")
+
+
+@contextmanager
+def reading(fmt: DocumentFormat) -> Iterator[None]:
+    """Turns the parsing library's errors into a MalformedDocument that names the format."""
+    try:
+        yield
+    except MalformedDocument:
+        raise
+    except fmt.parse_errors as exc:
+        raise MalformedDocument(f"The file is not a valid {fmt.name} file: {_reason(exc)}") from exc
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if len(text) <= 300 else text[:300] + "..."

@@ -1,0 +1,193 @@
+"""Document jobs over the store: upload -> id -> status -> download, for every API's routes.
+
+``DocumentJobs`` reads an upload into segments (in a thread), stores the file and its
+segments as one job, answers status with progress and ``seconds_remaining``, and hands out
+the translated file. The file is assembled by whoever first sees every segment translated:
+the worker that completed the last one, or, if that worker died in between, the next
+status or download request (``finish_document`` keeps the first result), so no job is left
+half done. Expired jobs are deleted by the store's cleanup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import logging
+import secrets
+import time
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from serve_app.core.documents_config import DocumentsConfig
+from serve_app.core.errors import (
+    DeadlineExceeded,
+    DocumentNotFound,
+    DocumentNotReady,
+    ServiceError,
+)
+from serve_app.documents import FORMATS, extract, format_for, rebuild
+from serve_app.store import DocumentJob, NewSegment, Store
+
+logger = logging.getLogger("ray.serve.translator")
+
+KEY_DIGEST = "document_key_sha256"
+TAGGED = "tagged_segments"
+
+
+@dataclass(frozen=True)
+class Upload:
+    """What a client sent: the file, its name and the translation's options."""
+
+    filename: str
+    data: bytes
+    target_lang: str
+    source_lang: str | None = None
+    format: str | None = None  # a format name overriding the file's extension
+    formality: str = "default"
+
+
+@dataclass(frozen=True)
+class Submitted:
+    job: DocumentJob
+    key: str  # the document key (DeepL's ``document_key``): shown once, stored as a digest
+
+
+def pack_flags(flags: Sequence[bool]) -> str:
+    """Segment flags as a compact string for the job's options (a compressed bitmap)."""
+    bits = bytearray((len(flags) + 7) // 8)
+    for i, flag in enumerate(flags):
+        if flag:
+            bits[i // 8] |= 1 << (i % 8)
+    return base64.b64encode(zlib.compress(bytes(bits))).decode()
+
+
+def flag_at(packed: str, index: int) -> bool:
+    if not packed:
+        return False
+    bits = zlib.decompress(base64.b64decode(packed))
+    return index // 8 < len(bits) and bool(bits[index // 8] >> (index % 8) & 1)
+
+
+def seconds_remaining(job: DocumentJob, now: float | None = None) -> int | None:
+    """An estimate from the characters done so far and the time they took; None before
+    the first segment is done."""
+    if job.state in ("done", "error"):
+        return 0
+    if job.started_at is None or job.characters_done <= 0:
+        return None
+    elapsed = max((now or time.time()) - job.started_at, 1e-3)
+    left = job.characters_total - job.characters_done
+    return int(left * elapsed / job.characters_done + 0.999)
+
+
+class DocumentJobs:
+    def __init__(self, store: Store, config: DocumentsConfig) -> None:
+        self.store = store
+        self.config = config
+        self.limits = config.limits()
+        self._assembling: dict[str, asyncio.Lock] = {}
+
+    async def submit(
+        self, owner: str, upload: Upload, detect: Callable[[list[str]], str] | None = None
+    ) -> Submitted:
+        """Reads the file (400 if malformed, 413 beyond the limits) and stores the job;
+        ``detect`` (segment texts -> language code) fills in a missing source language."""
+        fmt = format_for(upload.filename, upload.format)
+        segments = await asyncio.to_thread(extract, fmt, upload.data, self.limits)
+        source = upload.source_lang
+        if detect is not None and segments:
+            source = detect([s.text for s in segments[:200]])
+        key = secrets.token_urlsafe(24)
+        options: dict[str, Any] = {
+            "formality": upload.formality,
+            KEY_DIGEST: hashlib.sha256(key.encode()).hexdigest(),
+            TAGGED: pack_flags([s.tagged for s in segments]),
+        }
+        job = await self.store.create_document(
+            owner,
+            upload.filename or f"document.{fmt.name}",
+            fmt.name,
+            source,
+            upload.target_lang,
+            options,
+            upload.data,
+            [NewSegment(s.text, s.context or None) for s in segments],
+        )
+        return Submitted(job, key)
+
+    async def status(self, owner: str | None, job_id: str, key: str | None = None) -> DocumentJob:
+        """The job now (assembling its file if every segment is translated); with ``key``,
+        DocumentNotFound unless it is the job's document key."""
+        job = await self.store.get_document(owner, job_id)
+        if key is not None and not _key_matches(job.options, key):
+            raise DocumentNotFound(f"Document {job_id[:100]!r} not found (or wrong document key).")
+        if job.state == "translated":
+            job = await self.assemble(job_id)
+        return job
+
+    async def result(
+        self, owner: str | None, job_id: str, key: str | None = None
+    ) -> tuple[DocumentJob, bytes]:
+        """The translated file; DocumentNotReady (409) until it is done."""
+        job = await self.status(owner, job_id, key)
+        if job.state == "error":
+            raise DocumentNotReady(f"The document's translation failed: {job.error}")
+        return job, await self.store.document_result(owner, job_id)
+
+    async def delete(self, owner: str, job_id: str) -> None:
+        await self.store.delete_document(owner, job_id)
+
+    async def wait(self, owner: str | None, job_id: str, timeout_s: float) -> DocumentJob:
+        """Polls until the job is done or failed; DeadlineExceeded (504) after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            job = await self.status(owner, job_id)
+            if job.state in ("done", "error"):
+                return job
+            if time.monotonic() >= deadline:
+                raise DeadlineExceeded(
+                    f"The document was not translated within {timeout_s:g}s; it is still "
+                    "being translated."
+                )
+            await asyncio.sleep(self.config.poll_interval_s)
+
+    async def assemble(self, job_id: str) -> DocumentJob:
+        """Writes the translations into the file and stores it (once per job: the first
+        result wins; a file that cannot be rebuilt fails the job with the reason)."""
+        lock = self._assembling.setdefault(job_id, asyncio.Lock())
+        try:
+            async with lock:
+                job = await self.store.get_document(None, job_id)
+                if job.state != "translated":
+                    return job
+                return await self._assemble(job)
+        finally:
+            if not lock.locked():
+                self._assembling.pop(job_id, None)
+
+    async def _assemble(self, job: DocumentJob) -> DocumentJob:
+        source = await self.store.document_source(None, job.id)
+        translations = [t or "" for t in await self.store.segment_translations(job.id)]
+        try:
+            out = await asyncio.to_thread(rebuild, FORMATS[job.format], source, translations)
+        except ServiceError as exc:
+            logger.warning("document %s could not be assembled: %s", job.id, exc.message)
+            return await self.store.fail_document(job.id, exc.message)
+        try:
+            return await self.store.finish_document(job.id, out)
+        except ServiceError:
+            raise
+        except Exception:  # another replica stored its result first
+            job = await self.store.get_document(None, job.id)
+            if job.state != "done":
+                raise
+            return job
+
+
+def _key_matches(options: Mapping[str, Any], key: str) -> bool:
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    return hmac.compare_digest(str(options.get(KEY_DIGEST, "")), digest)

@@ -1,0 +1,101 @@
+"""Document translation inside a translator replica: uploads checked against the languages
+the replica serves, the jobs API over the shared store, and the worker that translates
+segments through the replica's ``TranslationService`` (its admission, deadlines, cache and
+metrics), as any live request would be."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+from serve_app.core.documents_config import DocumentsConfig
+from serve_app.core.errors import LanguageDetectionFailed
+from serve_app.core.schemas import TranslateRequest
+from serve_app.documents.jobs import DocumentJobs, Submitted, Upload
+from serve_app.documents.worker import DocumentWorker
+from serve_app.store import DocumentJob, SegmentClaim, Store
+
+_TAGS = re.compile(r"<[^<>]{1,12}>")
+_SAMPLE_CHARS = 2000
+
+
+class DocumentMetrics(Protocol):
+    def document_segment(self, characters: int) -> None: ...
+
+    def document_finished(self, state: str) -> None: ...
+
+
+class NoDocumentMetrics:
+    def document_segment(self, characters: int) -> None:
+        pass
+
+    def document_finished(self, state: str) -> None:
+        pass
+
+
+class ReplicaDocuments:
+    def __init__(
+        self,
+        service: Any,  # TranslationService (not imported: it would import this layer back)
+        store: Store,
+        config: DocumentsConfig,
+        name: str,
+        metrics: DocumentMetrics | None = None,
+    ) -> None:
+        self.service = service
+        self.config = config
+        self.metrics = metrics or NoDocumentMetrics()
+        self.jobs = DocumentJobs(store, config)
+        self.active = 0  # this replica's engine requests for documents
+        self.worker = DocumentWorker(
+            self.jobs, config, self._translate, self._live, name, self._translated
+        )
+
+    def start(self) -> None:
+        self.worker.start()
+
+    async def stop(self) -> None:
+        await self.worker.stop()
+
+    async def submit(self, owner: str, upload: Upload) -> Submitted:
+        """Checks the languages (400 before anything is stored), reads and stores the job;
+        without a source language, it is detected once from the document's text."""
+        languages = self.service.languages
+        target = languages.resolve(upload.target_lang).code
+        auto = not upload.source_lang or upload.source_lang.strip().lower() == "auto"
+        source = None if auto else languages.resolve(upload.source_lang).code
+        upload = Upload(upload.filename, upload.data, target, source, upload.format,
+                        upload.formality)  # fmt: skip
+        return await self.jobs.submit(owner, upload, detect=None if source else self._detect)
+
+    def _detect(self, texts: list[str]) -> str:
+        sample = _TAGS.sub(" ", " ".join(texts)[: _SAMPLE_CHARS * 2])[:_SAMPLE_CHARS]
+        found = self.service.detect(sample) if sample.strip() else []
+        if not found:
+            raise LanguageDetectionFailed(
+                "The document's language could not be detected; send source_lang."
+            )
+        return str(found[0][0].code)
+
+    def _live(self) -> int:
+        return max(0, int(self.service.in_flight) - self.active)
+
+    async def _translate(self, claim: SegmentClaim, text: str, context: str) -> str:
+        request = TranslateRequest(
+            text=text,
+            source_lang=claim.source_lang or "auto",
+            target_lang=claim.target_lang,
+            context=context[:5000] or None,
+            formality=claim.options.get("formality", "default"),
+        )
+        self.active += 1
+        try:
+            response = await self.service.translate(request, f"doc-{claim.job_id}-{claim.index}")
+        finally:
+            self.active -= 1
+        return str(response.translation)
+
+    def _translated(self, claim: SegmentClaim, job: DocumentJob) -> None:
+        self.metrics.document_segment(len(claim.text))
+        if job.state in ("done", "error"):
+            self.metrics.document_finished(job.state)

@@ -1,0 +1,77 @@
+"""Excel workbooks (``.xlsx``, ``openpyxl``).
+
+Only cells holding text are translated, each cell a segment with the cells before and after
+it as context. Numbers, dates, booleans and formulas (with the references in them) are kept
+as they are, and so are sheet names (formulas refer to them), styles, number formats, merged
+cells and column widths. openpyxl does not carry charts and pictures over; a workbook holding
+them loses them.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Sequence
+from typing import Any
+
+import lxml.etree
+import openpyxl
+from openpyxl.utils.exceptions import InvalidFileException
+
+from serve_app.documents.base import (
+    DocumentFormat,
+    Segment,
+    check_count,
+    keep_space,
+    reading,
+    with_neighbours,
+)
+
+
+class _Workbook:
+    def __init__(self, data: bytes, fmt: XlsxFormat) -> None:
+        with reading(fmt):
+            self.book = openpyxl.load_workbook(io.BytesIO(data))
+        self.cells = [
+            cell
+            for sheet in self.book.worksheets
+            for row in sheet.iter_rows()
+            for cell in row
+            if _text_cell(cell)
+        ]
+
+    def save(self) -> bytes:
+        out = io.BytesIO()
+        self.book.save(out)
+        return out.getvalue()
+
+
+def _text_cell(cell: Any) -> bool:
+    return cell.data_type == "s" and isinstance(cell.value, str) and bool(cell.value.strip())
+
+
+class XlsxFormat(DocumentFormat):
+    name = "xlsx"
+    extensions = (".xlsx",)
+    media_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    parse_errors = (
+        zipfile.BadZipFile,
+        InvalidFileException,
+        KeyError,
+        ValueError,
+        TypeError,
+        lxml.etree.XMLSyntaxError,
+    )
+    zipped = True
+
+    def extract(self, data: bytes) -> list[Segment]:
+        texts = [str(c.value).strip() for c in _Workbook(data, self).cells]
+        return [Segment(t, c) for t, c in zip(texts, with_neighbours(texts), strict=True)]
+
+    def rebuild(self, data: bytes, translations: Sequence[str]) -> bytes:
+        book = _Workbook(data, self)
+        check_count(translations, len(book.cells))
+        for cell, translation in zip(book.cells, translations, strict=True):
+            cell.value = keep_space(str(cell.value), translation)
+            cell.data_type = "s"  # a translation starting with "=" is text, not a formula
+        return book.save()

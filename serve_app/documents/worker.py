@@ -1,0 +1,128 @@
+"""The document worker each translator replica runs: it claims segments from the store under
+leases and translates them through the replica's normal admission path.
+
+Live requests come first: the worker claims segments only while the replica holds fewer
+live engine requests than ``idle_in_flight``, and translates at most ``worker_concurrency``
+segments at once, so documents fill idle capacity and never queue ahead of a user. A
+segment that meets a full replica (503) waits and retries within its lease instead of
+failing. A worker that dies holds its segments only until their leases expire; then any
+replica's worker claims them again. A segment the model cannot translate (4xx: a language
+the model lacks) fails its job with the reason; other failures release it for another try
+(the store fails the job after ``max_segment_attempts``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+
+from serve_app.core.documents_config import DocumentsConfig
+from serve_app.core.errors import ServerError, ServiceError
+from serve_app.documents import Segment, translate_segment
+from serve_app.documents.jobs import TAGGED, DocumentJobs, flag_at
+from serve_app.store import DocumentJob, SegmentClaim
+
+logger = logging.getLogger("ray.serve.translator")
+
+# (claim, text, context) -> translation: one engine request through the replica's service.
+TranslateClaim = Callable[[SegmentClaim, str, str], Awaitable[str]]
+_RETRY_S = 0.5
+
+
+class DocumentWorker:
+    def __init__(
+        self,
+        jobs: DocumentJobs,
+        config: DocumentsConfig,
+        translate: TranslateClaim,
+        live_in_flight: Callable[[], int],
+        name: str,
+        on_segment: Callable[[SegmentClaim, DocumentJob], None] | None = None,
+    ) -> None:
+        self.jobs = jobs
+        self.store = jobs.store
+        self.config = config
+        self.translate = translate
+        self.live_in_flight = live_in_flight
+        self.name = name
+        self.on_segment = on_segment
+        self.running: set[asyncio.Task[None]] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self.config.worker_concurrency > 0 and self._task is None:
+            self._task = asyncio.create_task(self.run(), name=f"document-worker-{self.name}")
+
+    async def stop(self) -> None:
+        tasks = [t for t in (self._task, *self.running) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with suppress(asyncio.CancelledError, Exception):
+                await task
+        self._task = None
+
+    async def run(self) -> None:
+        while True:
+            try:
+                claimed = await self.step()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the store away for a moment: try again later
+                logger.warning("document worker %s: %r", self.name, exc)
+                claimed = 0
+            if not claimed:
+                await asyncio.sleep(self.config.poll_interval_s)
+
+    async def step(self) -> int:
+        """Claims what there is room for and starts translating it; the number claimed."""
+        room = self.config.worker_concurrency - len(self.running)
+        if room <= 0 or self.live_in_flight() >= self.config.idle_in_flight:
+            return 0
+        claims = await self.store.claim_segments(self.name, room, self.config.lease_s)
+        for claim in claims:
+            task = asyncio.create_task(self.work(claim))
+            self.running.add(task)
+            task.add_done_callback(self.running.discard)
+        return len(claims)
+
+    async def work(self, claim: SegmentClaim) -> None:
+        """Translates one claimed segment and stores the result (or the failure)."""
+        try:
+            translation = await self._translate(claim)
+        except ServiceError as exc:
+            retry = isinstance(exc, ServerError)
+            await self.store.fail_segment(claim.job_id, claim.index, self.name, exc.message, retry)
+            return
+        except Exception as exc:
+            logger.exception("document %s segment %d failed", claim.job_id, claim.index)
+            await self.store.fail_segment(claim.job_id, claim.index, self.name, repr(exc), True)
+            return
+        job = await self.store.complete_segment(claim.job_id, claim.index, self.name, translation)
+        if job.state == "translated":
+            job = await self.jobs.assemble(claim.job_id)
+        if self.on_segment is not None:
+            self.on_segment(claim, job)
+
+    async def _translate(self, claim: SegmentClaim) -> str:
+        tagged = flag_at(str(claim.options.get(TAGGED, "")), claim.index)
+        segment = Segment(claim.text, claim.context or "", tagged)
+
+        async def one(text: str, context: str) -> str:
+            return await self._patiently(claim, text, context)
+
+        return await translate_segment(segment, one)
+
+    async def _patiently(self, claim: SegmentClaim, text: str, context: str) -> str:
+        """One engine request; a full replica (503) is waited out while the lease lasts."""
+        while True:
+            try:
+                return await self.translate(claim, text, context)
+            except ServiceError as exc:
+                margin = claim.lease_expires_at - time.time()
+                if not isinstance(exc, ServerError) or margin < 2 * _RETRY_S + 1:
+                    raise
+            await asyncio.sleep(_RETRY_S)

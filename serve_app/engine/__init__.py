@@ -1,0 +1,1 @@
+"""The inference engine: the interface the service needs, and its vLLM implementation."""

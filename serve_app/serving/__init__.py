@@ -1,0 +1,1 @@
+"""Ray Serve: the translator deployment, its autoscaling policy, watchdog and metrics."""

@@ -1,0 +1,163 @@
+"""What runs before ``serve run``: the model preflight and derived configs.
+
+``preflight CONFIG`` checks that every application's model is a local folder or reachable on
+the Hugging Face hub, and otherwise exits with a message that names the model and says how to
+use a local copy, instead of replicas failing to start in a loop. ``demo-config OUT`` builds
+the tiny offline model and writes a config serving it, printing only its path on stdout (a
+shell captures it; all else goes to stderr). ``derive_config`` (used by the demo and the
+tests) loads a serve config and lays overrides over it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from serve_app.core.config import AppConfig
+
+_OFFLINE_HINT = (
+    "If this machine is offline, download the model on one that is not "
+    "(`huggingface-cli download {model} --local-dir /models/NAME`), copy the folder here and "
+    "set `args.engine.model: /models/NAME` in {config}. To try the service without any "
+    "download, run `./serve.sh --demo` (a tiny random model)."
+)
+
+
+def model_problem(model: str, revision: str | None, token: str | None) -> str | None:
+    """None if the model can be loaded, else why not."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            return None
+        return f"the local folder '{model}' holds no config.json"
+    if model.startswith(("/", ".", "~")):
+        return f"the local folder '{model}' does not exist"
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.utils import logging as hf_logging
+
+    # Offline, the hub client retries for ~20 s and warns on each try; the error below says it.
+    hf_logging.set_verbosity_error()
+    try:
+        hf_hub_download(model, "config.json", revision=revision, token=token)
+    except Exception as exc:
+        return f"it could not be fetched from the Hugging Face hub ({type(exc).__name__}: {exc})"
+    return None
+
+
+def load_serve_config(path: str | Path) -> dict[str, Any]:
+    return dict(yaml.safe_load(Path(path).read_text()))
+
+
+def preflight(config_path: str) -> int:
+    failures = 0
+    for application in load_serve_config(config_path).get("applications", []):
+        config = AppConfig.model_validate(application.get("args") or {})
+        engine = config.engine
+        problem = model_problem(engine.model, engine.revision, engine.hf_token())
+        if problem:
+            failures += 1
+            print(
+                f"error: model '{engine.model}' of application '{application.get('name')}' "
+                f"cannot be loaded: {problem}.\n"
+                + _OFFLINE_HINT.format(model=engine.model, config=config_path),
+                file=sys.stderr,
+            )
+    return 1 if failures else 0
+
+
+def merge_config(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` laid over it, nested mappings merged key by key."""
+    out = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_config(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def derive_config(
+    base_path: str | Path,
+    *,
+    args: dict[str, Any] | None = None,
+    deployment: dict[str, Any] | None = None,
+    top: dict[str, Any] | None = None,
+    runtime_env: dict[str, Any] | None = None,
+    app_options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The config at ``base_path`` with overrides for its first application and deployment."""
+    config = merge_config(load_serve_config(base_path), top or {})
+    config["applications"][0] = merge_config(config["applications"][0], app_options or {})
+    app = config["applications"][0]
+    app["args"] = merge_config(app.get("args") or {}, args or {})
+    app["runtime_env"] = merge_config(app.get("runtime_env") or {}, runtime_env or {})
+    app["deployments"][0] = merge_config(app["deployments"][0], deployment or {})
+    return config
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Sends everything written to stdout meanwhile to stderr, at the file-descriptor level.
+
+    Commands whose stdout a shell captures (``config=$(python -m serve_app.tools.launcher ...)``)
+    must print only their value there; libraries they call print progress to stdout, some
+    from native code (the tokenizer trainer), which ``sys.stdout`` alone would not catch.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def write_demo_config(out: str | Path, base: str | Path = "serve_config.cpu.yaml") -> Path:
+    from serve_app.tools.tiny_model import build_tiny_model
+
+    out_path = Path(out).resolve()
+    model_dir = build_tiny_model(out_path.parent / "tiny-model")
+    config = derive_config(
+        base,
+        args={
+            "engine": {"model": str(model_dir), "max_model_len": 2048},
+            # Random weights: greedy decoding (not the chat family's sampling) keeps the
+            # demo's answers the same from run to run.
+            "prompt": {"family": "chat", "sampling": {"temperature": 0.0}},
+            "limits": {"max_input_tokens": 512},
+            "model_name": "tiny-random-demo",
+        },
+        runtime_env={"env_vars": {"VLLM_CPU_KVCACHE_SPACE": "1"}},
+    )
+    out_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return out_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m serve_app.tools.launcher", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("preflight", help="check the config's models").add_argument("config")
+    demo = sub.add_parser("demo-config", help="build the tiny model and write its config")
+    demo.add_argument("out")
+    ns = parser.parse_args(argv)
+    if ns.command == "preflight":
+        return preflight(ns.config)
+    with stdout_to_stderr():
+        path = write_demo_config(ns.out)
+    print(path)  # the only line on stdout: serve.sh captures it
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

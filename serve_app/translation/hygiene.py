@@ -1,0 +1,168 @@
+"""Output hygiene: strip what models add around a translation.
+
+LLMs wrap translations in things nobody asked for: thinking blocks (Qwen3 and other chat
+models, even with thinking off they may emit an empty ``<think></think>``), preambles ("Here is
+the translation:", "以下是翻译："), quotes around the whole answer, and leftovers of the
+prompt format (Seed-X's ``<de>`` target tag and the chain of thought it may append after
+``[COT]``, Gemma's turn markers). Each rule applies only when the source text does not itself
+start or end that way, so a text that really begins with "Translation:" or sits in quotes
+keeps them. Each prompt family lists the rules its models
+need (``PromptFamily.rules``); ``COMMON`` are the ones every family uses.
+
+``StreamCleaner`` applies the same rules to a translation while it streams: it passes on only
+text that cleaning the whole output will keep, so the deltas add up to the cleaned result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import regex
+
+Rule = Callable[[str, str], str]
+
+_THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
+_UNCLOSED_THINK = re.compile(r"^\s*<think>.*", re.DOTALL)
+_STRAY_THINK_END = re.compile(r"^\s*</think>\s*")
+# The `regex` module (same syntax as `re`) can also tell whether a text could still grow
+# into a match (``partial=True``): what the streaming cleaner needs.
+_PREAMBLES = (
+    regex.compile(
+        r"^(?:(?:sure|certainly|of course|okay|ok)[!,.]?\s+)?"
+        r"here(?:'s| is| are)\s+(?:the|your|my|a)\s+(?:[\w-]+\s+){0,3}translations?"
+        r"(?:\s+(?:of|in|into|to|from)\s+[^:\n]{0,60})?\s*[:：]\s*",
+        regex.IGNORECASE,
+    ),
+    regex.compile(
+        r"^(?:translation|translated text|traducción|traduction|übersetzung|tradução)"
+        r"(?:\s*\([^)\n]{0,30}\))?\s*[:：]\s*",
+        regex.IGNORECASE,
+    ),
+    regex.compile(r"^(?:以下是|下面是|这是)[^\n：:]{0,30}(?:翻译|译文)[^\n：:]{0,10}[：:]\s*"),
+    regex.compile(r"^(?:翻译|译文)(?:结果)?[：:]\s*"),
+)
+_QUOTES = (
+    ('"', '"'),
+    ("“", "”"),
+    ("„", "“"),
+    ("'", "'"),
+    ("‘", "’"),
+    ("«", "»"),
+    ("「", "」"),
+    ("『", "』"),
+)
+_LANGUAGE_TAG = re.compile(
+    r"^\s*<[a-z]{2,3}(?:-[A-Za-z]{2,4})?>\s*|\s*<[a-z]{2,3}(?:-[A-Za-z]{2,4})?>\s*$"
+)
+_GEMMA_TURNS = re.compile(r"<(?:start|end)_of_turn>(?:model|user)?\s*")
+# Seed-X-PPO may follow its translation with a chain of thought opened by "[COT]".
+COT_MARK = "[COT]"
+
+
+def strip_thinking(output: str, source: str) -> str:
+    if "<think>" in source:
+        return output
+    output = _STRAY_THINK_END.sub("", _THINK.sub("", output))
+    # A thinking block that never closed holds no translation.
+    return _UNCLOSED_THINK.sub("", output)
+
+
+def strip_preamble(output: str, source: str) -> str:
+    for pattern in _PREAMBLES:
+        match = pattern.match(output)
+        if match and not pattern.match(source) and output[match.end() :].strip():
+            return output[match.end() :]
+    return output
+
+
+def strip_quotes(output: str, source: str) -> str:
+    text, src = output.strip(), source.strip()
+    for open_, close in _QUOTES:
+        wrapped = len(text) > 2 and text.startswith(open_) and text.endswith(close)
+        inner = text[len(open_) : -len(close)]
+        if wrapped and not src.startswith(open_) and open_ not in inner and close not in inner:
+            return inner
+    return output
+
+
+def strip_language_tag(output: str, source: str) -> str:
+    return output if _LANGUAGE_TAG.search(source) else _LANGUAGE_TAG.sub("", output)
+
+
+def strip_gemma_turns(output: str, source: str) -> str:
+    return output if "_of_turn>" in source else _GEMMA_TURNS.sub("", output)
+
+
+def strip_chain_of_thought(output: str, source: str) -> str:
+    """Everything from Seed-X's ``[COT]`` on (the stop sequence should have ended the
+    output there; this catches an engine that did not stop)."""
+    if COT_MARK in source:
+        return output
+    return output.partition(COT_MARK)[0]
+
+
+COMMON: tuple[Rule, ...] = (strip_thinking, strip_preamble, strip_quotes)
+# Characters a stream holds back by default: a closing quote may follow.
+DEFAULT_HOLD = 2
+
+
+def clean(output: str, source: str, rules: tuple[Rule, ...] = COMMON) -> str:
+    """The translation without the wrapping the ``rules`` strip, stripped."""
+    text = output.strip()
+    for rule in rules:
+        text = rule(text, source).strip()
+    return text
+
+
+class StreamCleaner:
+    """``clean`` for an output that arrives in pieces: ``feed`` each delta and pass on what
+    it returns, then what ``finish`` returns. The start is held while it could still become
+    something the rules strip (a preamble, a thinking block, a tag, an opening quote, which
+    only the end can show to be a wrapper), and the last few characters always are (a
+    closing quote or tag may follow: ``HOLD``). What was passed on is never taken back: if
+    the rules ever drop text already sent, nothing more is sent and the final answer (the
+    ``done`` event) is the one to use."""
+
+    def __init__(
+        self, source: str, rules: tuple[Rule, ...] = COMMON, hold: int = DEFAULT_HOLD
+    ) -> None:
+        # ``hold``: longer than the trailing wrappers the rules strip (a closing quote, a
+        # target tag "<pt-BR>", a turn marker "<end_of_turn>").
+        self.source, self.rules, self.hold = source, rules, hold
+        self.raw = self.sent = ""
+        self.diverged = False
+        self._result: tuple[int, str] | None = None  # (len(raw) it was cleaned at, cleaned)
+
+    def feed(self, delta: str) -> str:
+        self.raw += delta
+        text = clean(self.raw, self.source, self.rules)
+        if not self.sent and self._unsettled(text):
+            return ""
+        return self._advance(text[: max(0, len(text) - self.hold)])
+
+    def finish(self) -> str:
+        return self._advance(self.result())
+
+    def result(self) -> str:
+        """``clean`` of the whole output fed so far: the piece's answer once it has ended."""
+        if self._result is None or self._result[0] != len(self.raw):
+            self._result = (len(self.raw), clean(self.raw, self.source, self.rules))
+        return self._result[1]
+
+    def _advance(self, text: str) -> str:
+        if self.diverged or self.sent.startswith(text):  # (a rule shortened the held tail)
+            return ""
+        if not text.startswith(self.sent):
+            self.diverged = True
+            return ""
+        out, self.sent = text[len(self.sent) :], text
+        return out
+
+    def _unsettled(self, text: str) -> bool:
+        src = self.source.strip()
+        if any(p.match(text, partial=True) and not p.match(src) for p in _PREAMBLES):
+            return True
+        if text.startswith("<") and ">" not in text[:32]:
+            return True  # perhaps a thinking block or a tag, not yet closed
+        return any(text.startswith(o) and not src.startswith(o) for o, _ in _QUOTES)

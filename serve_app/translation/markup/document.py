@@ -1,0 +1,150 @@
+"""A parsed document: source text copied as it is, and segments to translate.
+
+Each format's parser (``FORMATS``, registered by name) reads a document into ``Document``
+through a ``Builder``: what is not translated (tags of block elements, code, ignored
+elements, whitespace between blocks) is kept verbatim; each block's text, with its inline
+tags as placeholders, is one ``Segment``. ``rebuild`` puts the translated segments back
+between the verbatim parts. Parsing and rebuilding take time proportional to the input:
+callers on an event loop run them in a thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from serve_app.translation.markup import protect
+from serve_app.translation.markup.segment import (
+    Escape,
+    PendingTag,
+    Segment,
+    TagKind,
+    Text,
+    Unit,
+    has_words,
+    no_escape,
+    number_tags,
+)
+
+
+@dataclass(frozen=True)
+class MarkupOptions:
+    """DeepL's tag-handling options (they apply to ``html`` and ``xml``).
+
+    ``ignore_tags``: elements whose content is not translated; ``splitting_tags``: elements
+    that always start a new segment; ``non_splitting_tags``: elements that never do (inline);
+    ``outline_detection`` (XML): an element whose parent holds no text of its own is
+    structure (splits), as DeepL detects it; off, only ``splitting_tags`` split.
+    """
+
+    ignore_tags: frozenset[str] = frozenset()
+    non_splitting_tags: frozenset[str] = frozenset()
+    splitting_tags: frozenset[str] = frozenset()
+    outline_detection: bool = True
+
+
+NO_OPTIONS = MarkupOptions()
+
+
+@dataclass
+class Document:
+    parts: list[str | Segment] = field(default_factory=list)
+
+    @property
+    def segments(self) -> list[Segment]:
+        return [p for p in self.parts if isinstance(p, Segment)]
+
+    @property
+    def has_tags(self) -> bool:
+        return any(s.tags for s in self.segments)
+
+    def rebuild(self, translations: Sequence[str]) -> str:
+        """The document with its segments replaced by ``translations`` (already restored
+        to the format: tags back in place, text escaped), in order."""
+        out = iter(translations)
+        text = "".join(p if isinstance(p, str) else next(out) for p in self.parts)
+        if next(out, None) is not None:
+            raise ValueError("more translations than segments")
+        return text
+
+    def verbatim(self) -> str:
+        return "".join(p if isinstance(p, str) else p.verbatim() for p in self.parts)
+
+
+class Builder:
+    """Collects verbatim source and segments while a parser reads a document."""
+
+    def __init__(self, escape: Escape = no_escape) -> None:
+        self.escape = escape
+        self.parts: list[str | Segment] = []
+        self.pending: list[Unit | PendingTag] = []
+
+    def verbatim(self, raw: str) -> None:
+        self.flush()
+        if raw:
+            self._append(raw)
+
+    def text(self, text: str, raw: str | None = None) -> None:
+        """Text of the source; variables and URLs in it are protected."""
+        if raw is not None and raw != text:
+            self.pending.append(Text(text, raw))
+            return
+        for protected, piece in protect.split(text):
+            self.pending.append(PendingTag("void", piece) if protected else Text(piece, piece))
+
+    def tag(self, kind: TagKind, raw: str, key: object = None) -> None:
+        self.pending.append(PendingTag(kind, raw, key))
+
+    def flush(self, line_prefix: str = "") -> None:
+        """Ends the current segment (a block boundary)."""
+        units = number_tags(self.pending)
+        self.pending = []
+        if not any(isinstance(u, Text) and has_words(u.text) for u in units):
+            raw = "".join(u.raw for u in units)
+            self._append(raw.replace("\n", "\n" + line_prefix) if line_prefix else raw)
+            return
+        start, stop = 0, len(units)
+        lead = trail = ""
+        first, last = units[0], units[-1]
+        if isinstance(first, Text) and first.text == first.raw:
+            core = first.text.lstrip()
+            lead = first.text[: len(first.text) - len(core)]
+            units = (Text(core, core), *units[1:]) if core else units[1:]
+            stop = len(units)
+            last = units[-1]
+        if isinstance(last, Text) and last.text == last.raw:
+            core = last.text.rstrip()
+            trail = last.text[len(core) :]
+            units = (*units[: stop - 1], Text(core, core)) if core else units[: stop - 1]
+        self._append(lead)
+        self.parts.append(Segment(tuple(units[start:]), self.escape, line_prefix))
+        self._append(trail)
+
+    def document(self) -> Document:
+        self.flush()
+        return Document(self.parts)
+
+    def _append(self, raw: str) -> None:
+        if not raw:
+            return
+        if self.parts and isinstance(self.parts[-1], str):
+            self.parts[-1] += raw
+        else:
+            self.parts.append(raw)
+
+
+Parser = Callable[[str, MarkupOptions], Document]
+FORMATS: dict[str, Parser] = {}
+
+
+def register(name: str) -> Callable[[Parser], Parser]:
+    def add(parser: Parser) -> Parser:
+        FORMATS[name] = parser
+        return parser
+
+    return add
+
+
+def parse(fmt: str, text: str, options: MarkupOptions = NO_OPTIONS) -> Document:
+    """``text`` read as format ``fmt`` (``FORMATS``); KeyError for an unknown format."""
+    return FORMATS[fmt](text, options)

@@ -1,0 +1,179 @@
+"""HTML and XML read into a tree whose every node keeps its exact source text.
+
+Built on the standard library's ``html.parser``: measured against ``selectolax`` (lexbor)
+and ``lxml`` on social-media posts (docs/markup.md), it is slower per post but the only one
+that reports where each token is in the source. That is what lets tags, attributes, entities
+and everything not translated come back byte for byte: the tree parsers rebuild markup from
+their own model of it (attribute quotes, entity spellings, implied tags all change). It is
+also lenient like a browser: unclosed and stray tags are kept, never an error.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+_VOIDS = "area base br col embed hr img input link meta param source track wbr"
+VOID_HTML = frozenset(_VOIDS.split())
+_NAME = re.compile(r"</?\s*([^\s/>]+)")
+
+
+@dataclass
+class Node:
+    """Text (``entity`` when it is a character reference) or other markup (a comment, a
+    declaration, a stray end tag): copied as it is unless it is text to translate."""
+
+    raw: str
+    kind: str = "text"  # text | entity | other
+
+    @property
+    def text(self) -> str:
+        return html.unescape(self.raw) if self.kind == "entity" else self.raw
+
+
+@dataclass
+class Element:
+    name: str
+    start: str  # the start tag as written
+    attrs: dict[str, str | None] = field(default_factory=dict)
+    children: list[Element | Node] = field(default_factory=list)
+    end: str = ""  # the end tag as written; "" for void, self-closing or unclosed elements
+    void: bool = False
+
+    def raw(self) -> str:
+        """The element's source text (iterative: documents may nest deeply)."""
+        out: list[str] = []
+        stack: list[Element | Node | str] = [self]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, str):
+                out.append(n)
+            elif isinstance(n, Node):
+                out.append(n.raw)
+            else:
+                out.append(n.start)
+                stack.append(n.end)
+                stack.extend(reversed(n.children))
+        return "".join(out)
+
+    def elements(self) -> list[Element]:
+        """This element and those inside it, in document order (parents first)."""
+        order: list[Element] = []
+        stack = [self]
+        while stack:
+            el = stack.pop()
+            order.append(el)
+            stack.extend(c for c in reversed(el.children) if isinstance(c, Element))
+        return order
+
+
+class _TreeBuilder(HTMLParser):
+    def __init__(self, source: str, xml: bool) -> None:
+        super().__init__(convert_charrefs=False)
+        self.source, self.xml = source, xml
+        self.lines = [0]
+        self.lines.extend(m.end() for m in re.finditer("\n", source))
+        self.root = Element("", "")
+        self.stack = [self.root]
+        # (offset, node): each token's source text runs to the next token's offset.
+        self.tokens: list[tuple[int, Element | Node, str]] = []
+
+    def _offset(self) -> int:
+        line, col = self.getpos()
+        return self.lines[line - 1] + col
+
+    def _name(self, fallback: str) -> str:
+        raw = self.get_starttag_text() or ""
+        m = _NAME.match(raw)
+        name = m.group(1) if m else fallback
+        return name if self.xml else name.lower()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        name = self._name(tag)
+        void = not self.xml and name in VOID_HTML
+        el = Element(name, "", dict(attrs), void=void)
+        self.stack[-1].children.append(el)
+        self.tokens.append((self._offset(), el, "start"))
+        if not void:
+            self.stack.append(el)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        el = Element(self._name(tag), "", dict(attrs), void=True)
+        self.stack[-1].children.append(el)
+        self.tokens.append((self._offset(), el, "start"))
+
+    def handle_endtag(self, tag: str) -> None:
+        offset = self._offset()
+        m = _NAME.match(self.source, offset)
+        name = m.group(1) if m else tag
+        name = name if self.xml else name.lower()
+        for depth in range(len(self.stack) - 1, 0, -1):
+            if self.stack[depth].name == name:
+                el = self.stack[depth]
+                del self.stack[depth:]
+                self.tokens.append((offset, el, "end"))
+                return
+        self._other(offset)  # an end tag that closes nothing: kept as it is
+
+    def _leaf(self, kind: str) -> None:
+        node = Node("", kind)
+        self.stack[-1].children.append(node)
+        self.tokens.append((self._offset(), node, "leaf"))
+
+    def _other(self, offset: int | None = None) -> None:
+        node = Node("", "other")
+        self.stack[-1].children.append(node)
+        self.tokens.append((self._offset() if offset is None else offset, node, "leaf"))
+
+    def handle_data(self, data: str) -> None:
+        self._leaf("text")
+
+    def handle_entityref(self, name: str) -> None:
+        self._leaf("entity")
+
+    def handle_charref(self, name: str) -> None:
+        self._leaf("entity")
+
+    def handle_comment(self, data: str) -> None:
+        self._other()
+
+    def handle_decl(self, decl: str) -> None:
+        self._other()
+
+    def handle_pi(self, data: str) -> None:
+        self._other()
+
+    def unknown_decl(self, data: str) -> None:
+        self._other()
+
+    def build(self) -> Element:
+        self.feed(self.source)
+        self.close()
+        self._fill()
+        return self.root
+
+    def _fill(self) -> None:
+        """Gives each token its source text: up to where the next token starts."""
+        ends = [offset for offset, _, _ in self.tokens[1:]] + [len(self.source)]
+        if self.tokens and self.tokens[0][0] > 0:  # (the parser never skips a prefix)
+            self.root.children.insert(0, Node(self.source[: self.tokens[0][0]], "other"))
+        for (offset, node, role), end in zip(self.tokens, ends, strict=True):
+            raw = self.source[offset:end]
+            if role == "start":
+                assert isinstance(node, Element)
+                node.start = raw
+            elif role == "end":
+                assert isinstance(node, Element)
+                node.end = raw
+            else:
+                assert isinstance(node, Node)
+                node.raw = raw
+
+
+def parse_tree(source: str, xml: bool = False) -> Element:
+    """The document's root (a nameless element); ``root.raw() == source``."""
+    if not source:
+        return Element("", "")
+    return _TreeBuilder(source, xml).build()

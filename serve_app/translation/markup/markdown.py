@@ -1,0 +1,265 @@
+"""Markdown documents (``format`` ``markdown``), read with ``markdown-it-py``.
+
+The block token stream's source maps (line ranges) locate each block's inline text in the
+source; everything else (code blocks and fences, HTML blocks, list markers, table pipes,
+front matter, blank lines) is copied from the source as it is. Each inline text (a paragraph,
+a heading, a table cell) is one segment; its inline tokens are matched back onto its source
+text: emphasis markers, links' ``[`` and ``](url "title")``, images, code spans, inline HTML
+and hard breaks become placeholders, backslash escapes and entities are shown to the model
+decoded and written back as the source spelled them. An inline text that cannot be matched
+(never expected) is copied untranslated rather than risk changing its markup.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from serve_app.translation.markup.document import Builder, Document, MarkupOptions, register
+
+_MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+_HARDBREAK = re.compile(r"(?: {2,}|\\)\n")
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_PAIRED = {"em", "strong", "s"}
+
+
+class _Misaligned(Exception):
+    """An inline token could not be found where the source should hold it."""
+
+
+class _Inline:
+    """Matches one inline token's children onto its source ``content``."""
+
+    def __init__(self, content: str, builder: Builder, spellings: dict[str, str]) -> None:
+        self.src, self.at = content, 0
+        self.b, self.spellings = builder, spellings
+        self.open: list[object] = []
+
+    def run(self, children: Sequence[Token]) -> None:
+        skip_to_close = False
+        for tok in children:
+            if skip_to_close:
+                skip_to_close = tok.type != "link_close"
+                continue
+            skip_to_close = self.token(tok)
+        if self.at < len(self.src):
+            self.b.text(self.src[self.at :])
+
+    def token(self, tok: Token) -> bool:
+        """Consumes ``tok``; True when the tokens up to the next link_close are consumed too."""
+        kind = tok.type
+        if kind.removesuffix("_open") in _PAIRED or kind.removesuffix("_close") in _PAIRED:
+            self.pair(tok)
+            return False
+        handler = self.HANDLERS.get(kind)
+        if handler is None:
+            raise _Misaligned(kind)
+        return bool(handler(self, tok))
+
+    def softbreak(self, tok: Token) -> None:
+        self.take("\n")
+        self.b.text("\n")
+
+    def hardbreak(self, tok: Token) -> None:
+        self.void(self.match(_HARDBREAK))
+
+    def code_inline(self, tok: Token) -> None:
+        self.void(self.code(tok.markup))
+
+    def html_inline(self, tok: Token) -> None:
+        self.void(self.take(tok.content))
+
+    def image(self, tok: Token) -> None:
+        self.void(self.take("!") + self.bracketed() + self.destination())
+
+    def link_open(self, tok: Token) -> bool:
+        if tok.markup == "autolink":
+            self.void(self.take("<") + self.until(">"))
+            return True
+        self.open.append(key := object())
+        self.b.tag("open", self.take("["), key)
+        return False
+
+    def link_close(self, tok: Token) -> None:
+        self.b.tag("close", self.take("]") + self.destination(), self.open.pop())
+
+    def text_token(self, tok: Token) -> None:
+        self.text(tok.content)
+
+    HANDLERS: ClassVar[dict[str, Callable[[_Inline, Token], bool | None]]] = {
+        "text": text_token,
+        "softbreak": softbreak,
+        "hardbreak": hardbreak,
+        "code_inline": code_inline,
+        "html_inline": html_inline,
+        "image": image,
+        "link_open": link_open,
+        "link_close": link_close,
+    }
+
+    def pair(self, tok: Token) -> None:
+        raw = self.take(tok.markup)
+        if tok.nesting == 1:
+            self.open.append(key := object())
+            self.b.tag("open", raw, key)
+        else:
+            self.b.tag("close", raw, self.open.pop())
+
+    def void(self, raw: str) -> None:
+        self.b.tag("void", raw)
+
+    def take(self, expected: str) -> str:
+        if not self.src.startswith(expected, self.at):
+            raise _Misaligned(expected)
+        self.at += len(expected)
+        return expected
+
+    def match(self, pattern: re.Pattern[str]) -> str:
+        m = pattern.match(self.src, self.at)
+        if m is None:
+            raise _Misaligned(pattern.pattern)
+        self.at = m.end()
+        return m.group(0)
+
+    def until(self, end: str) -> str:
+        stop = self.src.find(end, self.at)
+        if stop < 0:
+            raise _Misaligned(end)
+        raw, self.at = self.src[self.at : stop + len(end)], stop + len(end)
+        return raw
+
+    def code(self, ticks: str) -> str:
+        pattern = re.compile(rf"{ticks}(?!`).*?(?<!`){ticks}(?!`)", re.DOTALL)
+        return self.match(pattern)
+
+    def bracketed(self) -> str:
+        """``[...]`` with nested brackets and escapes."""
+        return self.balanced("[", "]")
+
+    def balanced(self, opener: str, closer: str) -> str:
+        start, depth, i = self.at, 0, self.at
+        while i < len(self.src):
+            c = self.src[i]
+            if c == "\\":
+                i += 2
+                continue
+            depth += (c == opener) - (c == closer)
+            i += 1
+            if depth == 0:
+                self.at = i
+                return self.src[start:i]
+        raise _Misaligned(opener)
+
+    def destination(self) -> str:
+        """What follows a link's text: ``(url "title")``, ``[ref]`` or nothing."""
+        if self.src.startswith("(", self.at):
+            return self.balanced("(", ")")
+        if self.src.startswith("[", self.at):
+            return self.balanced("[", "]")
+        return ""
+
+    def text(self, text: str) -> None:
+        """Text as markdown-it decoded it; the source may spell characters as backslash
+        escapes or entities, which are kept as the source's spellings."""
+        plain = 0
+        for ch in text:
+            raw = self.escaped(ch)
+            if raw is None:
+                if not self.src.startswith(ch, self.at):
+                    raise _Misaligned(ch)
+                self.at += 1
+                plain += 1
+                continue
+            self.flush_plain(plain, len(raw))
+            plain = 0
+            self.spellings.setdefault(ch, raw)
+            self.b.text(ch, raw)
+        self.flush_plain(plain, 0)
+
+    def flush_plain(self, n: int, after: int) -> None:
+        if n:
+            end = self.at - after
+            self.b.text(self.src[end - n : end])
+
+    def escaped(self, ch: str) -> str | None:
+        """The escape or entity spelling ``ch`` at the cursor (consumed), if there is one."""
+        at = self.at
+        if self.src.startswith(("\\", "&"), at):
+            if self.src.startswith("\\" + ch, at):
+                self.at += 2
+                return "\\" + ch
+            m = _ENTITY.match(self.src, at)
+            if m and html.unescape(m.group(0)) == ch:
+                self.at = m.end()
+                return m.group(0)
+        return None
+
+
+class _Reader:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.starts = [0]
+        self.starts.extend(m.end() for m in re.finditer("\n", source))
+        self.spellings: dict[str, str] = {}
+        self.builder = Builder(self._escape)
+        self.at = 0
+
+    def _escape(self, text: str) -> str:
+        table = self.spellings
+        return "".join(table.get(c, c) for c in text) if any(c in table for c in text) else text
+
+    def read(self) -> Document:
+        for tok in _MD.parse(self.source):
+            if tok.type == "inline" and tok.map and tok.content.strip():
+                self.inline(tok)
+        self.builder.verbatim(self.source[self.at :])
+        return self.builder.document()
+
+    def inline(self, tok: Token) -> None:
+        assert tok.map is not None
+        lines = tok.content.split("\n")
+        found = self.locate(lines, tok.map[0])
+        if found is None:
+            return  # copied untranslated with the rest of the source
+        first, end, prefix = found
+        self.builder.verbatim(self.source[self.at : first])
+        try:
+            _Inline(tok.content, self.builder, self.spellings).run(tok.children or [])
+        except (_Misaligned, IndexError):
+            self.builder.pending = []
+            self.builder.verbatim(self.source[first:end])
+        else:
+            self.builder.flush(prefix)
+        self.at = end
+
+    def locate(self, lines: list[str], line: int) -> tuple[int, int, str] | None:
+        """Where the content's lines are in the source: (start, end, continuation prefix)."""
+        if line >= len(self.starts):
+            return None
+        first = self.source.find(lines[0], max(self.at, self.starts[line]))
+        if first < 0:
+            return None
+        end, prefix = first + len(lines[0]), ""
+        for k, text in enumerate(lines[1:], 1):
+            row = line + k
+            if row >= len(self.starts):
+                return None
+            pos = self.source.find(text, self.starts[row])
+            if pos < 0 or self.source.count("\n", self.starts[row], pos):
+                return None
+            if k == 1:
+                prefix = self.source[self.starts[row] : pos]
+            elif self.source[self.starts[row] : pos] != prefix:
+                return None  # lines indented differently: keep the inline untranslated
+            end = pos + len(text)
+        return first, end, prefix
+
+
+@register("markdown")
+def parse_markdown(text: str, options: MarkupOptions) -> Document:
+    return _Reader(text).read()

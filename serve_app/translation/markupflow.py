@@ -1,0 +1,176 @@
+"""The flow of a document with markup: its segments translated, checked, fallen back, rebuilt.
+
+``read_document`` (synchronous, proportional to the input: the service runs it in a thread)
+parses an item's text by its ``format``; plain text with nothing to protect needs no
+document and takes ``textflow``'s usual path. ``MarkupFlow.run`` translates every segment
+concurrently. A segment with tags is sent once with its placeholders, in the family's
+formatted-translation prompt; if the answer does not hold every placeholder exactly once,
+properly nested (or was cut short, or the segment is longer than one prompt takes), the
+segment falls back: its text runs between tags are translated one by one as plain text and
+put back between the original tags, which therefore cannot be lost. A segment without tags
+is translated as plain text (split into pieces when long, like any text). The response
+says how many segments fell back.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from serve_app.core.errors import InvalidRequest
+from serve_app.core.schemas import MarkupInfo, TextItem, TranslateResponse, Usage
+from serve_app.translation.cache import CachedTranslation
+from serve_app.translation.markup import Document, MarkupOptions, Segment, parse, protect
+from serve_app.translation.piece import gather_all
+from serve_app.translation.segment import split_text
+
+if TYPE_CHECKING:
+    from serve_app.translation.textflow import Plan, TextTranslator
+
+logger = logging.getLogger("ray.serve.translator")
+
+
+def markup_options(item: TextItem) -> MarkupOptions:
+    t = item.tag_options
+    if t is None:
+        return MarkupOptions()
+    return MarkupOptions(
+        frozenset(t.ignore_tags),
+        frozenset(t.non_splitting_tags),
+        frozenset(t.splitting_tags),
+        t.outline_detection,
+    )
+
+
+def needs_reading(item: TextItem) -> bool:
+    """Whether the item may be markup: not for plain text without the characters that
+    variables and URLs start with (those take the plain path without a thread)."""
+    text = item.text
+    return item.format != "text" or any(c in text for c in ("{", "%", "://", "<"))
+
+
+def read_document(item: TextItem, max_chars: int) -> Document | None:
+    """The item's text as a document, or None for plain text with nothing protected (and
+    for a text that ``plan`` refuses anyway: blank or over the length limit)."""
+    if not item.text.strip() or len(item.text) > max_chars:
+        return None
+    if item.format == "text" and not protect.spans(item.text):
+        return None
+    try:
+        return parse(item.format, item.text, markup_options(item))
+    except (RecursionError, ValueError) as exc:  # the parsers are lenient: never expected
+        raise InvalidRequest(f"The text could not be read as {item.format}.") from exc
+
+
+@dataclass(frozen=True)
+class SegmentOut:
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    truncated: bool = False
+    fell_back: bool = False
+
+
+@dataclass(frozen=True)
+class DocumentOut:
+    text: str
+    input_tokens: int
+    output_tokens: int
+    truncated: bool
+    info: MarkupInfo
+
+
+class MarkupFlow:
+    """Translates a planned document's segments with the text translator's engine calls."""
+
+    def __init__(self, flow: TextTranslator) -> None:
+        self.flow = flow
+
+    async def respond(self, plan: Plan, document: Document, request_id: str) -> TranslateResponse:
+        """Translates the document, fills the cache and makes the response."""
+        out = await self.run(plan, document, request_id)
+        done = CachedTranslation(out.text, out.info.segments, out.truncated, out.info)
+        self.flow._store(plan, done)
+        usage = Usage(input_tokens=out.input_tokens, output_tokens=out.output_tokens)
+        return self.flow._response(plan, out.text, usage, done, cached=False)
+
+    async def run(self, plan: Plan, document: Document, request_id: str) -> DocumentOut:
+        segments = document.segments
+        outs = await gather_all(
+            [self._segment(plan, s, f"{request_id}-s{i}") for i, s in enumerate(segments)]
+        )
+        fell_back = sum(o.fell_back for o in outs)
+        if fell_back:
+            logger.info("request %s: %d segments fell back to tag-safe", request_id, fell_back)
+        return DocumentOut(
+            document.rebuild([o.text for o in outs]),
+            sum(o.input_tokens for o in outs),
+            sum(o.output_tokens for o in outs),
+            any(o.truncated for o in outs),
+            MarkupInfo(segments=len(segments), fallback_segments=fell_back),
+        )
+
+    async def _segment(self, plan: Plan, segment: Segment, request_id: str) -> SegmentOut:
+        if not segment.tags:
+            return await self._runs(plan, segment, request_id, fell_back=False)
+        family, flow = self.flow.family, self.flow
+        source = segment.source(family.placeholders)
+        count = functools.lru_cache(maxsize=64)(flow.engine.count_tokens)
+        if count(source) > flow.limits.max_input_tokens:
+            return await self._runs(plan, segment, request_id, fell_back=True)
+        job = flow._generation(plan, source, count, markup=True)
+        result = await flow.engine.generate(job, request_id)
+        timings = (result.queue_s, result.ttft_s)
+        flow._record(plan, source, result.input_tokens, result.output_tokens, *timings)
+        restored = None
+        if result.finish_reason != "length":
+            answer = family.markup_answer(family.clean(result.text, source))
+            restored = segment.restore(answer, family.placeholders)
+        if restored is not None:
+            return SegmentOut(restored, result.input_tokens, result.output_tokens)
+        fallback = await self._runs(plan, segment, f"{request_id}-f", fell_back=True)
+        return SegmentOut(
+            fallback.text,
+            result.input_tokens + fallback.input_tokens,
+            result.output_tokens + fallback.output_tokens,
+            fallback.truncated,
+            fell_back=True,
+        )
+
+    async def _runs(
+        self, plan: Plan, segment: Segment, request_id: str, fell_back: bool
+    ) -> SegmentOut:
+        """The structural method: each text run translated as plain text on its own."""
+        runs = segment.runs()
+        outs = await gather_all(
+            [self._plain(plan, r.text, f"{request_id}-r{i}") for i, r in enumerate(runs)]
+        )
+        return SegmentOut(
+            segment.join_runs([o.text for o in outs]),
+            sum(o.input_tokens for o in outs),
+            sum(o.output_tokens for o in outs),
+            any(o.truncated for o in outs),
+            fell_back,
+        )
+
+    async def _plain(self, plan: Plan, text: str, request_id: str) -> SegmentOut:
+        """Plain text, split into pieces when it is longer than one prompt takes."""
+        flow = self.flow
+        count = functools.lru_cache(maxsize=64)(flow.engine.count_tokens)
+        split = split_text(text, flow.limits.max_input_tokens, count)
+        outs = await gather_all(
+            [
+                flow._piece(
+                    plan, p.text, flow._generation(plan, p.text, count), f"{request_id}-p{i}"
+                )
+                for i, p in enumerate(split.pieces)
+            ]
+        )
+        return SegmentOut(
+            split.join([o.text for o in outs]),
+            sum(o.input_tokens for o in outs),
+            sum(o.output_tokens for o in outs),
+            any(o.truncated for o in outs),
+        )

@@ -1,0 +1,388 @@
+"""The flow of one text: from a request item to its translation.
+
+``plan`` does everything that can fail before any engine work (blank text, length, languages
+with auto-detection, options the model supports, the cache lookup, splitting a long text into
+pieces and building their prompts), so errors surface before admission. ``run`` translates
+the pieces concurrently, cleans each output (``hygiene``), re-splits a piece whose
+translation ran out of tokens at its sentence ends (a single sentence that still does keeps
+what it translated and is reported as ``truncated``), reassembles the text with its original
+whitespace and fills the cache. ``stream`` does the same piece after piece, yielding the text
+as it is generated. A piece stuck in a blank loop is decoded once more (``piece``), never
+answered with an empty translation.
+A text read as markup (a ``document``: HTML, XML, Markdown, variables) goes to ``markupflow``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from serve_app.core.config import AppConfig
+from serve_app.core.context import current_key
+from serve_app.core.errors import (
+    EngineUnavailable,
+    InvalidRequest,
+    LanguageDetectionFailed,
+    ServiceError,
+    TextTooLong,
+    UnsupportedOption,
+)
+from serve_app.core.metrics import ServiceMetrics
+from serve_app.core.schemas import TextItem, TranslateResponse, Usage
+from serve_app.engine.protocol import GenerationChunk, GenerationRequest, TranslationEngine
+from serve_app.translation.cache import CachedTranslation, TranslationCache, request_key
+from serve_app.translation.detect import Candidate, LanguageDetector
+from serve_app.translation.families import PromptFamily, PromptOptions, effective_sampling
+from serve_app.translation.languages import Language, LanguageRegistry
+from serve_app.translation.markup import Document
+from serve_app.translation.markupflow import MarkupFlow
+from serve_app.translation.piece import PieceOutput, gather_all, unstuck
+from serve_app.translation.segment import Split, split_sentences, split_text
+
+logger = logging.getLogger("ray.serve.translator")
+
+Event = tuple[str, dict[str, Any]]
+
+# A piece whose translation hits the token limit is re-split at most this many times.
+_MAX_RESPLITS = 2
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated text, ready for the engine (or already answered by the cache)."""
+
+    text: str
+    source: Language
+    target: Language
+    detected: Candidate | None
+    options: PromptOptions
+    cache_key: str | None
+    cached: CachedTranslation | None
+    split: Split | None = None
+    jobs: tuple[GenerationRequest, ...] = ()
+    document: Document | None = None  # markup (``markupflow``): its segments are translated
+
+    @property
+    def engine_requests(self) -> int:
+        return len(self.document.segments) if self.document is not None else len(self.jobs)
+
+
+class TextTranslator:
+    def __init__(
+        self,
+        config: AppConfig,
+        engine: TranslationEngine,
+        family: PromptFamily,
+        languages: LanguageRegistry,
+        metrics: ServiceMetrics,
+        require_ready: Callable[[], None],
+    ) -> None:
+        self.config = config
+        self.limits = config.limits
+        self.engine = engine
+        self.family = family
+        self.sampling = effective_sampling(family, config.prompt.sampling)
+        self.languages = languages
+        self.metrics = metrics
+        self.require_ready = require_ready
+        self.detector = LanguageDetector()
+        c = config.cache
+        self.cache = TranslationCache(c.max_entries, c.max_bytes) if c.enabled else None
+
+    # -- planning -------------------------------------------------------------------------
+
+    def plan(self, item: TextItem, document: Document | None = None) -> Plan:
+        text = item.text
+        if not text.strip():
+            raise InvalidRequest("Invalid request: text must not be empty or whitespace only.")
+        if len(text) > self.limits.max_text_chars:
+            raise TextTooLong(
+                f"Text has {len(text)} characters; the limit is {self.limits.max_text_chars}."
+            )
+        target = self.languages.resolve(item.target_lang)
+        source, detected = self._source(item.source_lang, text)
+        self.languages.resolve_pair(source.code, target.code)
+        options = self._options(item)
+        markup = [item.format, item.tag_options and item.tag_options.model_dump()]
+        key = None
+        if self.cache is not None and item.cache:
+            parts = (source.code, target.code, options, markup, text)
+            key = request_key(self.config, self.sampling, *parts, current_key.get())
+        cached = self._lookup(key)
+        plan = Plan(text, source, target, detected, options, key, cached, document=document)
+        if cached is not None:
+            return plan
+        self.require_ready()
+        if document is not None:
+            return plan
+        # Splitting has counted each piece's tokens already: count each text once (the
+        # tokenizer was the replica's largest CPU cost per request).
+        count = functools.lru_cache(maxsize=256)(self.engine.count_tokens)
+        split = split_text(text, self.limits.max_input_tokens, count)
+        jobs = tuple(self._generation(plan, piece.text, count) for piece in split.pieces)
+        return Plan(text, source, target, detected, options, key, None, split, jobs)
+
+    def detect(self, text: str) -> list[tuple[Language, float]]:
+        """Offered languages ``text`` may be in, likeliest first, with confidences."""
+        found: dict[str, tuple[Language, float]] = {}
+        for candidate in self.detector.candidates(text):
+            try:
+                lang = self.languages.resolve(candidate.code)
+            except ServiceError:
+                continue
+            found.setdefault(lang.code, (lang, candidate.confidence))
+        return list(found.values())
+
+    def _source(self, raw: str | None, text: str) -> tuple[Language, Candidate | None]:
+        if raw is not None and raw.strip().lower() != "auto":
+            return self.languages.resolve(raw), None
+        found = self.detect(text)
+        if not found:
+            best = self.detector.candidates(text, k=1)
+            guess = f" (best guess '{best[0].code}')" if best else ""
+            raise LanguageDetectionFailed(
+                f"Could not detect a supported source language{guess}; give source_lang."
+            )
+        lang, confidence = found[0]
+        return lang, Candidate(lang.code, confidence)
+
+    def _options(self, item: TextItem) -> PromptOptions:
+        glossary = tuple((g.source, g.target) for g in item.glossary)
+        options = PromptOptions(glossary, item.context or None, item.formality)
+        missing = options.requested() - self.family.supports
+        if missing:
+            raise UnsupportedOption(
+                f"The configured model (prompt family '{self.config.prompt.family}') does not "
+                f"support {', '.join(sorted(missing))}."
+            )
+        return options
+
+    def _lookup(self, key: str | None) -> CachedTranslation | None:
+        if key is None or self.cache is None:
+            return None
+        hit = self.cache.get(key)
+        self.metrics.cache(hit is not None)
+        return hit
+
+    def _generation(
+        self, plan: Plan, text: str, count: Callable[[str], int] | None = None, markup: bool = False
+    ) -> GenerationRequest:
+        # Everything a client wrote enters the prompt as data: special-token strings in it
+        # are escaped, so no text, context or glossary term can close the user's turn.
+        data = self.engine.as_data
+        options = plan.options.for_text(text)
+        options = PromptOptions(
+            tuple((data(s), data(t)) for s, t in options.glossary),
+            data(options.context) if options.context else None,
+            options.formality,
+            markup,
+        )
+        prompt = self.family.build(plan.source, plan.target, data(text), options)
+        prompt_ids = self.engine.encode(prompt)
+        text_tokens = (count or self.engine.count_tokens)(text)
+        max_tokens = self._max_output_tokens(text_tokens, len(prompt_ids))
+        stop = self.family.stop_sequences(text)
+        return GenerationRequest.sampled(prompt_ids, max_tokens, self.sampling, stop)
+
+    def _max_output_tokens(self, n_text: int, n_prompt: int) -> int:
+        lim = self.limits
+        budget = math.ceil(lim.output_tokens_ratio * n_text) + lim.output_tokens_margin
+        room = (self.config.engine.max_model_len or 1 << 30) - n_prompt
+        max_tokens = min(lim.max_output_tokens, budget, room)
+        if max_tokens < 1:
+            raise TextTooLong("The prompt leaves no room for a translation in the context.")
+        return max_tokens
+
+    # -- translating ----------------------------------------------------------------------
+
+    async def run(self, plan: Plan, request_id: str) -> TranslateResponse:
+        if plan.cached is not None:
+            c = plan.cached
+            return self._response(plan, c.translation, Usage(input_tokens=0, output_tokens=0), c)
+        if plan.document is not None:
+            return await MarkupFlow(self).respond(plan, plan.document, request_id)
+        assert plan.split is not None
+        pieces = plan.split.pieces
+        outs = await gather_all(
+            [
+                self._piece(plan, piece.text, job, _piece_id(request_id, i, len(pieces)))
+                for i, (piece, job) in enumerate(zip(pieces, plan.jobs, strict=True))
+            ]
+        )
+        return self._finish(plan, plan.split, outs)
+
+    async def _piece(
+        self, plan: Plan, text: str, job: GenerationRequest, request_id: str, depth: int = 0
+    ) -> PieceOutput:
+        out = await self._decode(plan, text, job, request_id)
+        if out.stuck:
+            logger.warning("request %s: a blank loop hit the token limit; again", request_id)
+            return out.then(await self._decode(plan, text, unstuck(job), f"{request_id}-u"))
+        if not out.truncated:
+            return out
+        halves = split_sentences(text, self.engine.count_tokens) if depth < _MAX_RESPLITS else None
+        if halves is None:
+            logger.warning("request %s: a translation hit the output token limit", request_id)
+            return out
+        subs = await gather_all(
+            [
+                self._piece(
+                    plan, p.text, self._generation(plan, p.text), f"{request_id}-r{i}", depth + 1
+                )
+                for i, p in enumerate(halves.pieces)
+            ]
+        )
+        joined = halves.join([s.text for s in subs])
+        return PieceOutput(
+            joined if joined.strip() else out.text,  # the halves' answer, unless it is empty
+            out.input_tokens + sum(s.input_tokens for s in subs),
+            out.output_tokens + sum(s.output_tokens for s in subs),
+            any(s.truncated for s in subs),
+        )
+
+    async def _decode(
+        self, plan: Plan, text: str, job: GenerationRequest, request_id: str
+    ) -> PieceOutput:
+        """One generation of a piece, cleaned; ``truncated`` if it ran to its token limit."""
+        result = await self.engine.generate(job, request_id)
+        timings = (result.queue_s, result.ttft_s)
+        self._record(plan, text, result.input_tokens, result.output_tokens, *timings)
+        return PieceOutput(
+            self.family.clean(result.text, text),
+            result.input_tokens,
+            result.output_tokens,
+            truncated=result.finish_reason == "length",
+        )
+
+    async def stream(self, plan: Plan, request_id: str) -> AsyncIterator[Event]:
+        """``start``, then ``delta`` events (each piece's output as it is generated, cleaned
+        as it goes by ``StreamCleaner``, and the whitespace between pieces), then ``done``
+        with the cleaned, reassembled response."""
+        yield "start", self._start_event(plan)
+        if plan.cached is not None:
+            c = plan.cached
+            yield "delta", {"text": c.translation, "segment": 0}
+            usage = Usage(input_tokens=0, output_tokens=0)
+            yield "done", self._response(plan, c.translation, usage, c).model_dump()
+            return
+        if plan.document is not None:  # markup: checked and rebuilt whole, then sent
+            done = await self.run(plan, request_id)
+            yield "delta", {"text": done.translation, "segment": 0}
+            yield "done", done.model_dump()
+            return
+        assert plan.split is not None
+        pieces, outs = plan.split.pieces, list[PieceOutput]()
+        for i, (piece, job) in enumerate(zip(pieces, plan.jobs, strict=True)):
+            piece_id = _piece_id(request_id, i, len(pieces))
+            async for event in self._stream_piece(plan, piece.text, job, piece_id, i, outs):
+                yield event
+            if piece.sep and i < len(pieces) - 1:
+                yield "delta", {"text": piece.sep, "segment": i}
+        yield "done", self._finish(plan, plan.split, outs).model_dump()
+
+    async def _stream_piece(
+        self,
+        plan: Plan,
+        text: str,
+        job: GenerationRequest,
+        rid: str,
+        i: int,
+        outs: list[PieceOutput],
+    ) -> AsyncIterator[Event]:
+        """One piece's deltas, cleaned as they come; its result is appended to ``outs``. A
+        blank loop (nothing was sent) is decoded again and streamed in its place."""
+        first: PieceOutput | None = None
+        for attempt, attempt_id in ((job, rid), (unstuck(job), f"{rid}-u")):
+            last: GenerationChunk | None = None
+            cleaner = self.family.stream_cleaner(text)
+            async for chunk in self.engine.generate_stream(attempt, attempt_id):
+                last = chunk
+                if delta := cleaner.feed(chunk.text):
+                    yield "delta", {"text": delta, "segment": i}
+            out = self._streamed_piece(plan, text, last, cleaner.result())
+            if delta := cleaner.finish():
+                yield "delta", {"text": delta, "segment": i}
+            out = first.then(out) if first else out
+            if first or not out.stuck:
+                outs.append(out)
+                return
+            first = out
+
+    def _finish(self, plan: Plan, split: Split, outs: list[PieceOutput]) -> TranslateResponse:
+        """Reassembles the pieces, fills the cache and makes the response."""
+        done = CachedTranslation(
+            split.join([o.text for o in outs]), len(outs), any(o.truncated for o in outs)
+        )
+        self._store(plan, done)
+        usage = Usage(
+            input_tokens=sum(o.input_tokens for o in outs),
+            output_tokens=sum(o.output_tokens for o in outs),
+        )
+        return self._response(plan, done.translation, usage, done, cached=False)
+
+    def _streamed_piece(
+        self, plan: Plan, text: str, last: GenerationChunk | None, cleaned: str
+    ) -> PieceOutput:
+        if last is None or not last.finished:
+            raise EngineUnavailable("The engine ended the stream early.", retry_after_s=1)
+        self._record(plan, text, last.input_tokens, last.output_tokens)
+        truncated = last.finish_reason == "length"
+        return PieceOutput(cleaned, last.input_tokens, last.output_tokens, truncated)
+
+    def _start_event(self, plan: Plan) -> dict[str, Any]:
+        d = plan.detected
+        return {
+            "source_lang": plan.source.code,
+            "target_lang": plan.target.code,
+            "detected_source_lang": d.code if d else None,
+            "detection_confidence": d.confidence if d else None,
+            "segments": plan.cached.segments if plan.cached else plan.engine_requests,
+            "cached": plan.cached is not None,
+        }
+
+    def _record(
+        self,
+        plan: Plan,
+        text: str,
+        input_tokens: int,
+        output_tokens: int,
+        queue_s: float | None = None,
+        ttft_s: float | None = None,
+    ) -> None:
+        pair = (plan.source.code, plan.target.code)
+        self.metrics.translation(pair, len(text), input_tokens, output_tokens, queue_s, ttft_s)
+
+    def _store(self, plan: Plan, done: CachedTranslation) -> None:
+        if self.cache is not None and plan.cache_key is not None:
+            self.cache.put(plan.cache_key, done)
+
+    def _response(
+        self,
+        plan: Plan,
+        translation: str,
+        usage: Usage,
+        done: CachedTranslation,
+        cached: bool = True,
+    ) -> TranslateResponse:
+        d = plan.detected
+        return TranslateResponse(
+            translation=translation,
+            source_lang=plan.source.code,
+            target_lang=plan.target.code,
+            model=self.config.served_model_name,
+            usage=usage,
+            detected_source_lang=d.code if d else None,
+            detection_confidence=d.confidence if d else None,
+            cached=cached,
+            segments=done.segments,
+            truncated=done.truncated,
+            markup=done.markup,
+        )
+
+
+def _piece_id(request_id: str, index: int, count: int) -> str:
+    return request_id if count == 1 else f"{request_id}-p{index}"

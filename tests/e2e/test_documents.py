@@ -1,0 +1,115 @@
+"""Document translation through the real stack: `serve run` with the SQLite store's deployment,
+the tiny model on vLLM (CPU), HTTP through Ray's proxy. Every format round-trips (structure
+checked, not quality: random weights); the deepl client's translate_document and
+LibreTranslate's /translate_file work as their users run them."""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import deepl
+import httpx
+import pytest
+
+from serve_app.tools.launcher import derive_config
+from tests.conftest import ROOT
+from tests.docsamples import CHECKS, SAMPLES
+from tests.e2e.conftest import free_port, serve_cluster
+
+DONE_TIMEOUT_S = 900
+
+
+def anything(a: str, b: str | None) -> bool:
+    """Random weights may answer anything, even nothing once cleaned (an emptied cell reads
+    back as None): structure only."""
+    return True
+
+
+@pytest.fixture(scope="module")
+def served_docs(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port, gcs_port = free_port(), free_port()
+    workdir = tmp_path_factory.mktemp("serve-docs")
+    config = derive_config(
+        ROOT / "serve_config.cpu.yaml",
+        top={"http_options": {"port": port}},
+        args={
+            "engine": {"model": str(tiny_model_dir), "max_model_len": 2048},
+            "prompt": {"family": "chat"},
+            # Random weights rarely stop: short outputs keep the test quick.
+            "limits": {
+                "max_input_tokens": 512,
+                "output_tokens_ratio": 0.5,
+                "output_tokens_margin": 4,
+            },
+            "store": {"url": f"sqlite:///{workdir}/store.db"},
+            "documents": {"poll_interval_s": 0.2, "worker_concurrency": 8, "idle_in_flight": 16},
+        },
+        runtime_env={"env_vars": {"VLLM_CPU_KVCACHE_SPACE": "1"}},
+        deployment={"num_replicas": 1},
+    )
+    with serve_cluster(config, workdir, replicas=1, ray_args=[f"--port={gcs_port}"]) as url:
+        yield url
+
+
+def _wait_done(url: str, doc: str) -> dict:
+    deadline = time.monotonic() + DONE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        status = httpx.get(f"{url}/documents/{doc}", timeout=30).json()
+        if status["status"] in ("done", "error"):
+            return status
+        time.sleep(1)
+    raise AssertionError(f"document {doc} not done in {DONE_TIMEOUT_S}s: {status}")
+
+
+def test_every_format_round_trips_through_the_model(served_docs: str) -> None:
+    ids = {}
+    for name, make in SAMPLES.items():
+        files = {"file": (f"sample.{name}", make())}
+        form = {"target_lang": "de", "source_lang": "en"}
+        r = httpx.post(f"{served_docs}/documents", files=files, data=form, timeout=60)
+        assert r.status_code == 201, r.text
+        ids[name] = r.json()["id"]
+    for name, doc in ids.items():
+        status = _wait_done(served_docs, doc)
+        assert status["status"] == "done", status
+        r = httpx.get(f"{served_docs}/documents/{doc}/result", timeout=60)
+        assert r.status_code == 200
+        CHECKS[name](SAMPLES[name](), r.content, anything)
+
+
+def test_malformed_file_is_a_400_through_the_proxy(served_docs: str) -> None:
+    files = {"file": ("a.docx", b"not a zip")}
+    r = httpx.post(f"{served_docs}/documents", files=files, data={"target_lang": "de"})
+    assert r.status_code == 400
+    assert "docx" in r.json()["error"]["message"]
+
+
+def test_deepl_client_translate_document(served_docs: str) -> None:
+    translator = deepl.Translator("any-key", server_url=served_docs)
+    out = io.BytesIO()
+    data = SAMPLES["docx"]()
+    status = translator.translate_document(
+        data, out, target_lang="DE", source_lang="EN", filename="report.docx"
+    )
+    assert status.done
+    assert status.billed_characters
+    CHECKS["docx"](data, out.getvalue(), anything)
+
+
+def test_libretranslate_translate_file(served_docs: str) -> None:
+    data = SAMPLES["srt"]()
+    r = httpx.post(
+        f"{served_docs}/libretranslate/translate_file",
+        files={"file": ("subs.srt", data)},
+        data={"source": "en", "target": "de"},
+        timeout=DONE_TIMEOUT_S,
+    )
+    assert r.status_code == 200, r.text
+    url = r.json()["translatedFileUrl"]
+    assert "/libretranslate/download_file/" in url
+    r = httpx.get(url, timeout=60)
+    assert r.status_code == 200
+    CHECKS["srt"](data, r.content, anything)

@@ -1,0 +1,189 @@
+"""API keys kept in the store, through the real stack: `serve run` with 2 translator replicas
+and the SQLite store's deployment, keys managed with the keys command while the service runs,
+quotas counted cluster-wide (exactly, under concurrent load spread over both replicas), the
+DeepL client's quota error, and the store's replica killed without losing a key."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from serve_app.tools.launcher import derive_config
+from tests.conftest import ROOT
+from tests.e2e.conftest import free_port, serve_cluster
+from tests.e2e.replicas import ray_cli_env
+
+ENV_KEY = "e2e-env-key"
+TEXT_CHARS = 27
+
+
+@dataclass(frozen=True)
+class KeyCluster:
+    url: str
+    store_url: str
+
+
+@pytest.fixture(scope="module")
+def key_cluster(
+    tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KeyCluster]:
+    port, gcs_port = free_port(), free_port()
+    workdir = tmp_path_factory.mktemp("store-keys")
+    store_url = f"sqlite:///{workdir}/store.db"
+    config = derive_config(
+        ROOT / "serve_config.cpu.yaml",
+        top={"http_options": {"port": port}},
+        args={
+            "engine": {"model": str(tiny_model_dir), "max_model_len": 2048},
+            "prompt": {"family": "chat"},
+            "limits": {"max_input_tokens": 512, "max_batch_items": 8},
+            "security": {"store_keys": True, "api_keys_env": "E2E_KEYS"},
+            "store": {"url": store_url},
+        },
+        runtime_env={"env_vars": {"VLLM_CPU_KVCACHE_SPACE": "1", "E2E_KEYS": ENV_KEY}},
+        deployment={"num_replicas": 2, "max_ongoing_requests": 24, "max_queued_requests": 64},
+    )
+    with serve_cluster(config, workdir, replicas=2, ray_args=[f"--port={gcs_port}"]) as url:
+        yield KeyCluster(url, store_url)
+
+
+def keys(cluster: KeyCluster, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "serve_app.tools.keys", "--url", cluster.store_url, *args],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def text(i: int) -> str:
+    t = f"Sentence {i:04d} to translate."
+    assert len(t) == TEXT_CHARS
+    return t
+
+
+def test_stored_keys_from_the_command_work_on_every_route(key_cluster: KeyCluster) -> None:
+    secret = keys(key_cluster, "add", "--name", "alice")
+    url = key_cluster.url
+    item = {"text": "Hello world", "source_lang": "en", "target_lang": "de"}
+    assert httpx.post(f"{url}/translate", json=item, headers=bearer(secret), timeout=120).is_success
+    assert httpx.post(f"{url}/translate", json=item, timeout=60).status_code == 401
+    assert (
+        httpx.post(f"{url}/translate", json=item, headers=bearer("x"), timeout=60).status_code
+        == 401
+    )
+    env = httpx.post(f"{url}/translate", json=item, headers={"X-API-Key": ENV_KEY}, timeout=120)
+    assert env.is_success  # keys from the environment keep working
+    usage = httpx.get(f"{url}/usage", headers=bearer(secret), timeout=60).json()
+    assert (usage["scope"], usage["characters"]) == ("key", len("Hello world"))
+    keys(key_cluster, "revoke", "--name", "alice")
+    revoked = httpx.post(f"{url}/translate", json=item, headers=bearer(secret), timeout=60)
+    assert revoked.status_code == 401
+
+
+async def _translate(client: httpx.AsyncClient, url: str, secret: str, i: int) -> httpx.Response:
+    item = {"text": text(i), "source_lang": "en", "target_lang": "de"}
+    return await client.post(f"{url}/translate", json=item, headers=bearer(secret))
+
+
+async def _burst(url: str, secret: str, n: int) -> list[httpx.Response]:
+    async with httpx.AsyncClient(timeout=300) as client:
+        return await asyncio.gather(*(_translate(client, url, secret, i) for i in range(n)))
+
+
+def test_quota_exhaustion_across_two_replicas_adds_up_exactly(key_cluster: KeyCluster) -> None:
+    """40 concurrent requests of 27 characters against a quota of 500: exactly 18 fit, the
+    other 22 are refused (429 quota_exceeded), both replicas serve them, and the store's
+    count is exactly what was accepted."""
+    quota = 500
+    secret = keys(key_cluster, "add", "--name", "burst", "--chars-per-month", str(quota))
+    responses = asyncio.run(_burst(key_cluster.url, secret, 40))
+    statuses = [r.status_code for r in responses]
+    assert set(statuses) <= {200, 429}, statuses
+    accepted = statuses.count(200)
+    assert accepted == quota // TEXT_CHARS
+    refused = [r for r in responses if r.status_code == 429]
+    assert all(r.json()["error"]["code"] == "quota_exceeded" for r in refused)
+    assert all(int(r.headers["Retry-After"]) > 0 for r in refused)
+    assert len({r.headers["x-replica"] for r in responses}) == 2  # the load was spread
+    usage = httpx.get(f"{key_cluster.url}/usage", headers=bearer(secret), timeout=60).json()
+    assert usage["characters"] == accepted * TEXT_CHARS
+    listed = json.loads(keys(key_cluster, "list", "--json"))
+    assert (
+        next(k for k in listed if k["name"] == "burst")["characters_this_month"]
+        == usage["characters"]
+    )
+
+
+def test_requests_per_minute_across_replicas(key_cluster: KeyCluster) -> None:
+    while time.time() % 60 > 45:  # one minute's window for the whole burst
+        time.sleep(1)
+    secret = keys(key_cluster, "add", "--name", "rpm", "--requests-per-minute", "5")
+
+    async def burst() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=120) as client:
+            url, headers = f"{key_cluster.url}/languages", bearer(secret)
+            return await asyncio.gather(*(client.get(url, headers=headers) for _ in range(12)))
+
+    statuses = [r.status_code for r in asyncio.run(burst())]
+    assert statuses.count(200) == 5
+    assert statuses.count(429) == 7
+
+
+def test_deepl_client_reads_usage_and_gets_its_quota_error(key_cluster: KeyCluster) -> None:
+    import deepl
+
+    secret = keys(key_cluster, "add", "--name", "deepl", "--chars-per-month", "30")
+    client = deepl.DeepLClient(secret, server_url=key_cluster.url)
+    client.translate_text("Hello world", target_lang="DE", source_lang="EN")
+    usage = client.get_usage()
+    assert (usage.character.count, usage.character.limit) == (11, 30)
+    with pytest.raises(deepl.QuotaExceededException):
+        client.translate_text("Hello world, once more!", target_lang="DE", source_lang="EN")
+    assert client.get_usage().character.count == 11
+
+
+def _store_pid() -> int:
+    ray_bin = str(Path(sys.executable).parent / "ray")
+    out = subprocess.run(
+        [ray_bin, "list", "actors", "--detail", "--format", "json", "--limit", "1000",
+         "--filter", "state=ALIVE"],
+        check=True, capture_output=True, text=True, timeout=120, env=ray_cli_env(),
+    ).stdout  # fmt: skip
+    [actor] = [a for a in json.loads(out) if "#Store#" in (a.get("name") or "")]
+    return int(actor["pid"])
+
+
+def test_killed_store_replica_loses_no_key(key_cluster: KeyCluster) -> None:
+    secret = keys(key_cluster, "add", "--name", "survivor", "--chars-per-month", "1000")
+    url, item = key_cluster.url, {"text": "Hello", "source_lang": "en", "target_lang": "de"}
+    assert httpx.post(f"{url}/translate", json=item, headers=bearer(secret), timeout=120).is_success
+    os.kill(_store_pid(), signal.SIGKILL)
+    deadline = time.monotonic() + 180
+    statuses = []
+    while time.monotonic() < deadline:
+        r = httpx.post(f"{url}/translate", json=item, headers=bearer(secret), timeout=120)
+        statuses.append(r.status_code)
+        if r.status_code == 200:
+            break
+        assert r.status_code == 503, r.text  # while it restarts: retryable, never a 500
+        time.sleep(2)
+    assert statuses[-1] == 200, statuses
+    usage = httpx.get(f"{url}/usage", headers=bearer(secret), timeout=60).json()
+    assert usage["characters"] == 2 * len("Hello")  # the count survived too

@@ -1,0 +1,141 @@
+"""Helpers of the browser test (tests/e2e/test_web_page.py): Debian's chromium driven by
+Playwright, the demo config with API keys on, axe-core, and what the page sent."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from serve_app.tools.launcher import write_demo_config
+from tests.conftest import ROOT
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+API_KEY = "web-key-1"
+KEYS_ENV = {"TRANSLATOR_API_KEYS": f"{API_KEY},web-key-2"}
+MAX_TEXT_CHARS = 400
+DESKTOP = {"viewport": {"width": 1280, "height": 860}}
+PHONE = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 2,
+    "is_mobile": True,
+    "has_touch": True,
+}
+AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
+AXE_SHA256 = "29348999450cdf2849a8e70b7912fc2da85a849da39c0d0d5394f51d4a9ed95c"
+# Records what #output showed, mutation by mutation (the stream arriving in pieces).
+WATCH_OUTPUT = """() => {
+  window.__shown = [];
+  if (window.__watching) return;
+  window.__watching = true;
+  const output = document.getElementById("output");
+  new MutationObserver(() => window.__shown.push(output.textContent))
+    .observe(output, {childList: true, characterData: true, subtree: true});
+}"""
+
+
+def keyed_demo_config(workdir: Path, port: int) -> dict[str, Any]:
+    """`./serve.sh --demo`'s config (the tiny model) on ``port``, one replica, keys on and a
+    small text limit (so "text too long" is quick to reach)."""
+    demo = write_demo_config(workdir / "demo.yaml", ROOT / "serve_config.cpu.yaml")
+    config = yaml.safe_load(demo.read_text())
+    config["http_options"]["port"] = port
+    app = config["applications"][0]
+    app["args"]["security"] = {"api_keys_env": "TRANSLATOR_API_KEYS"}
+    app["args"]["limits"]["max_text_chars"] = MAX_TEXT_CHARS
+    app["runtime_env"]["env_vars"].update(KEYS_ENV)
+    app["deployments"][0]["num_replicas"] = 1
+    return dict(config)
+
+
+def axe_source() -> str:
+    source = AXE.read_text(encoding="utf-8")
+    assert hashlib.sha256(source.encode()).hexdigest() == AXE_SHA256, "vendored axe-core changed"
+    return source
+
+
+def serious_violations(page: Any) -> list[dict[str, Any]]:
+    """axe-core's serious and critical findings on the page as it is now (WCAG 2.x A/AA
+    rules and best practices)."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(axe_source())  # through the debugger: the page's CSP does not apply
+    result = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+    return [
+        {"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]]}
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+@dataclass
+class Traffic:
+    """What the page asked for: every URL, and the bodies of its translation requests."""
+
+    urls: list[str] = field(default_factory=list)
+    streams: list[dict[str, Any]] = field(default_factory=list)
+    asset_bytes: dict[str, int] = field(default_factory=dict)
+
+    def watch(self, page: Any) -> None:
+        page.on("request", self._request)
+        page.on("response", self._response)
+
+    def _request(self, request: Any) -> None:
+        self.urls.append(request.url)
+        if request.url.endswith("/translate/stream"):
+            self.streams.append(json.loads(request.post_data or "{}"))
+
+    def _response(self, response: Any) -> None:
+        if response.request.resource_type in ("document", "script", "stylesheet", "image", "font"):
+            try:
+                self.asset_bytes[response.url] = len(response.body())
+            except Exception:  # a 304 or a redirect has no body to count
+                self.asset_bytes.setdefault(response.url, 0)
+
+
+@contextmanager
+def new_page(browser: Any, key: str | None, **options: Any) -> Iterator[tuple[Any, Traffic]]:
+    """A fresh browser context (empty storage and cache) and page; with ``key``, the page
+    finds it stored, as after a user entered it once."""
+    context = browser.new_context(**{**DESKTOP, **options})
+    if key is not None:
+        context.add_init_script(f"localStorage.setItem('mt.key', {json.dumps(json.dumps(key))})")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    traffic = Traffic()
+    traffic.watch(page)
+    try:
+        yield page, traffic
+        assert not errors, errors
+    finally:
+        context.close()
+
+
+def ready(page: Any, url: str) -> None:
+    """Opens the page and waits until it has its config and languages."""
+    page.goto(url)
+    page.wait_for_selector("#translate:not([disabled])", timeout=30_000)
+
+
+def wait_translated(page: Any, timeout_ms: int = 120_000) -> str:
+    """Waits for the current translation to end; its text."""
+    page.wait_for_function(
+        "() => document.getElementById('output').getAttribute('aria-busy') === 'false' "
+        "&& document.getElementById('meta').textContent !== ''",
+        timeout=timeout_ms,
+    )
+    return str(page.text_content("#output"))

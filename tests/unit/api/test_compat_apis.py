@@ -1,0 +1,202 @@
+"""DeepL v2 and LibreTranslate endpoints over the fake engine: shapes, statuses, errors."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from serve_app.api.app import create_app
+from serve_app.core.config import AppConfig
+from serve_app.translation.service import TranslationService
+from tests.fakes import FakeEngine
+from tests.unit.translation.test_translation_flow import text_of
+
+AUTH = {"Authorization": "DeepL-Auth-Key test-key"}
+
+
+@pytest.fixture
+def engine() -> FakeEngine:
+    e = FakeEngine()
+    e.reply = lambda prompt: text_of(prompt).upper()
+    return e
+
+
+async def client_for(engine: FakeEngine, **args) -> httpx.AsyncClient:
+    config = AppConfig.model_validate({"prompt": {"family": "chat"}, **args})
+    service = TranslationService(config, engine)
+    await service.start()
+    transport = httpx.ASGITransport(app=create_app(service), raise_app_exceptions=False)
+    return httpx.AsyncClient(transport=transport, base_url="http://t")
+
+
+@pytest.fixture
+async def client(engine: FakeEngine) -> AsyncIterator[httpx.AsyncClient]:
+    async with await client_for(engine) as c:
+        yield c
+
+
+# -- DeepL --------------------------------------------------------------------------------------
+
+
+async def test_deepl_translate_json(client: httpx.AsyncClient) -> None:
+    body = {"text": ["Hello world", "Good morning"], "target_lang": "DE", "source_lang": "EN"}
+    r = await client.post("/v2/translate", json=body, headers=AUTH)
+    assert r.status_code == 200, r.text
+    assert r.json() == {
+        "translations": [
+            {"detected_source_language": "EN", "text": "HELLO WORLD", "billed_characters": 11},
+            {"detected_source_language": "EN", "text": "GOOD MORNING", "billed_characters": 12},
+        ]
+    }
+
+
+async def test_deepl_translate_form_detects_source(client: httpx.AsyncClient) -> None:
+    form = {"text": ["Das ist ein schöner Tag.", ""], "target_lang": "EN-US"}
+    r = await client.post("/v2/translate", data=form, headers=AUTH)
+    assert r.status_code == 200, r.text
+    out = r.json()["translations"]
+    assert out[0]["detected_source_language"] == "DE"
+    assert out[1] == {"detected_source_language": "", "text": "", "billed_characters": 0}
+
+
+@pytest.mark.parametrize("target", ["PT-BR", "ZH-HANS", "ZH-HANT", "EN-GB", "pt-pt"])
+async def test_deepl_target_variants(client: httpx.AsyncClient, target: str) -> None:
+    body = {"text": ["Hallo"], "target_lang": target, "source_lang": "DE"}
+    assert (await client.post("/v2/translate", json=body, headers=AUTH)).status_code == 200
+
+
+async def test_deepl_formality_and_context_reach_the_prompt(
+    client: httpx.AsyncClient, engine: FakeEngine
+) -> None:
+    engine.reply = lambda prompt: "ok"
+    body = {
+        "text": ["Hello"],
+        "target_lang": "DE",
+        "source_lang": "EN",
+        "formality": "more",
+        "context": "A letter to the bank.",
+    }
+    assert (await client.post("/v2/translate", json=body, headers=AUTH)).status_code == 200
+    prompt = "".join(chr(i) for i in engine.requests[0].prompt_token_ids)
+    assert "formal" in prompt
+    assert "A letter to the bank." in prompt
+
+
+async def test_deepl_formality_on_a_family_without_it(engine: FakeEngine) -> None:
+    engine.reply = lambda prompt: "ok"
+    async with await client_for(engine, prompt={"family": "seed_x"}) as c:
+        body = {"text": ["Hello"], "target_lang": "DE", "source_lang": "EN"}
+        r = await c.post("/v2/translate", json={**body, "formality": "less"}, headers=AUTH)
+        assert r.status_code == 400
+        assert "formality" in r.json()["message"]
+        r = await c.post("/v2/translate", json={**body, "formality": "prefer_less"}, headers=AUTH)
+        assert r.status_code == 200
+
+
+DEEPL_ERRORS = [
+    ({"text": ["Hi"], "target_lang": "DE"}, {}, 403),
+    ({"target_lang": "DE"}, AUTH, 400),
+    ({"text": ["Hi"]}, AUTH, 400),
+    ({"text": ["Hi"], "target_lang": "XX"}, AUTH, 400),
+    ({"text": ["Hi"], "target_lang": "DE", "glossary_id": "g1"}, AUTH, 400),
+    ({"text": ["Hi"], "target_lang": "DE", "formality": "very"}, AUTH, 400),
+    ({"text": [3], "target_lang": "DE"}, AUTH, 400),
+    ({"text": ["Hi"] * 60, "target_lang": "DE", "source_lang": "EN"}, AUTH, 413),
+]
+
+
+@pytest.mark.parametrize(("body", "headers", "status"), DEEPL_ERRORS)
+async def test_deepl_errors(client: httpx.AsyncClient, body, headers, status: int) -> None:
+    r = await client.post("/v2/translate", json=body, headers=headers)
+    assert r.status_code == status, r.text
+    assert set(r.json()) == {"message"}
+    assert r.json()["message"]
+
+
+async def test_deepl_languages(client: httpx.AsyncClient) -> None:
+    sources = (await client.get("/v2/languages", headers=AUTH)).json()
+    codes = [x["language"] for x in sources]
+    assert "EN" in codes
+    assert "ZH" in codes
+    assert "PT" in codes
+    assert len(codes) == len(set(codes))
+    # The deepl client sends type=target as a form body of a GET.
+    r = await client.request("GET", "/v2/languages", data={"type": "target"}, headers=AUTH)
+    targets = {x["language"]: x for x in r.json()}
+    assert {"EN-US", "EN-GB", "PT-BR", "PT-PT", "ZH-HANS", "ZH-HANT", "DE"} <= set(targets)
+    assert targets["DE"] == {"language": "DE", "name": "German", "supports_formality": True}
+    bad = await client.get("/v2/languages?type=both", headers=AUTH)
+    assert bad.status_code == 400
+
+
+async def test_deepl_usage_counts_characters(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/v2/usage", headers=AUTH)).json()["character_count"] == 0
+    body = {"text": ["Hello", "world!"], "target_lang": "DE", "source_lang": "EN"}
+    await client.post("/v2/translate", json=body, headers=AUTH)
+    usage = (await client.get("/v2/usage", headers=AUTH)).json()
+    assert usage == {"character_count": 11, "character_limit": 10**12}
+
+
+async def test_deepl_can_be_turned_off(engine: FakeEngine) -> None:
+    async with await client_for(engine, compat={"deepl": False}) as c:
+        assert (await c.get("/v2/usage", headers=AUTH)).status_code == 404
+
+
+# -- LibreTranslate -----------------------------------------------------------------------------
+
+LT = "/libretranslate"
+
+
+async def test_libre_translate_form_and_json(client: httpx.AsyncClient) -> None:
+    r = await client.post(f"{LT}/translate", data={"q": "Hello", "source": "en", "target": "de"})
+    assert r.json() == {"translatedText": "HELLO"}
+    r = await client.post(
+        f"{LT}/translate", json={"q": ["Hello", "Bye"], "source": "en", "target": "de"}
+    )
+    assert r.json() == {"translatedText": ["HELLO", "BYE"]}
+
+
+async def test_libre_auto_source_reports_detected_language(client: httpx.AsyncClient) -> None:
+    body = {"q": "Das ist ein schöner Tag.", "source": "auto", "target": "en", "api_key": "k"}
+    out = (await client.post(f"{LT}/translate", json=body)).json()
+    assert out["detectedLanguage"]["language"] == "de"
+    assert 50 < out["detectedLanguage"]["confidence"] <= 100
+    body["q"] = [body["q"], "Bonjour tout le monde, comment allez-vous ?"]
+    out = (await client.post(f"{LT}/translate", json=body)).json()
+    assert [d["language"] for d in out["detectedLanguage"]] == ["de", "fr"]
+
+
+async def test_libre_detect_and_languages(client: httpx.AsyncClient) -> None:
+    found = (await client.post(f"{LT}/detect", data={"q": "Buenos días, amigo."})).json()
+    assert found[0]["language"] == "es"
+    assert 0 < found[0]["confidence"] <= 100
+    langs = (await client.get(f"{LT}/languages")).json()
+    en = next(x for x in langs if x["code"] == "en")
+    assert en["name"] == "English"
+    assert "de" in en["targets"]
+
+
+LIBRE_ERRORS = [
+    ("/translate", {"source": "en", "target": "de"}),
+    ("/translate", {"q": "Hi", "source": "en"}),
+    ("/translate", {"q": "Hi", "source": "en", "target": "qq"}),
+    ("/translate", {"q": "Hi", "source": "en", "target": "de", "format": "xml"}),
+    ("/translate", {"q": "  ", "source": "en", "target": "de"}),
+    ("/detect", {}),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), LIBRE_ERRORS)
+async def test_libre_errors(client: httpx.AsyncClient, path: str, body) -> None:
+    r = await client.post(f"{LT}{path}", json=body)
+    assert r.status_code == 400, r.text
+    assert set(r.json()) == {"error"}
+
+
+async def test_libre_prefix_does_not_touch_the_native_api(client: httpx.AsyncClient) -> None:
+    r = await client.post("/translate", json={"q": "Hi", "target": "de"})
+    assert r.status_code == 422
+    assert r.json()["error"]["code"] == "invalid_request"
+    assert (await client.get(f"{LT}/nope")).json() == {"error": "Not Found"}

@@ -1,0 +1,223 @@
+"""The document routes over the fake engine and a real SQLite store: native /documents,
+DeepL's /v2/document flow, LibreTranslate's /translate_file; shapes, statuses, errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from serve_app.api.app import create_app
+from serve_app.core.config import AppConfig
+from serve_app.core.documents_config import DocumentsConfig
+from serve_app.documents.replica import ReplicaDocuments
+from serve_app.store.sqlite import open_sqlite
+from serve_app.translation.service import TranslationService
+from tests.docsamples import CHECKS, SAMPLES
+from tests.fakes import FakeEngine
+
+AUTH = {"Authorization": "DeepL-Auth-Key test-key"}
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def anything(a: str, b: str) -> bool:
+    return bool(b.strip())
+
+
+@dataclass
+class Setup:
+    client: httpx.AsyncClient
+    documents: ReplicaDocuments
+
+
+async def make(tmp_path, **documents_args) -> AsyncIterator[Setup]:  # type: ignore[no-untyped-def]
+    engine = FakeEngine()
+    engine.reply = lambda prompt: prompt.rsplit("\n\n", 1)[-1].upper()
+    config = AppConfig.model_validate({"prompt": {"family": "chat"}})
+    service = TranslationService(config, engine)
+    await service.start()
+    store = await open_sqlite(str(tmp_path / "store.db"))
+    args = {"poll_interval_s": 0.01, "worker_concurrency": 4, **documents_args}
+    documents = ReplicaDocuments(service, store, DocumentsConfig(**args), "replica-1")
+    app = create_app(service, documents=documents)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        yield Setup(client, documents)
+    await documents.stop()
+    await store.close()
+
+
+@pytest.fixture
+async def setup(tmp_path) -> AsyncIterator[Setup]:  # type: ignore[no-untyped-def]
+    async for s in make(tmp_path):
+        yield s
+
+
+async def finish(setup: Setup) -> None:
+    for _ in range(2000):
+        claimed = await setup.documents.worker.step()
+        running = list(setup.documents.worker.running)
+        if running:
+            await asyncio.gather(*running)
+        elif not claimed:
+            return
+
+
+# -- native ------------------------------------------------------------------------------
+
+
+async def test_native_upload_status_download_delete(setup: Setup) -> None:
+    data = SAMPLES["docx"]()
+    files = {"file": ("report.docx", data, DOCX)}
+    r = await setup.client.post("/documents", files=files, data={"target_lang": "de"})
+    assert r.status_code == 201, r.text
+    created = r.json()
+    assert created["status"] == "queued"
+    assert created["document_key"]
+    assert created["format"] == "docx"
+    assert created["source_lang"] == "en"  # detected from the text
+    doc = created["id"]
+    assert (await setup.client.get(f"/documents/{doc}/result")).status_code == 409
+    await finish(setup)
+    status = (await setup.client.get(f"/documents/{doc}")).json()
+    assert status["status"] == "done"
+    assert status["progress"] == 1.0
+    assert status["segments_done"] == status["segments_total"] > 0
+    r = await setup.client.get(f"/documents/{doc}/result")
+    assert r.status_code == 200
+    assert r.headers["content-type"] == DOCX
+    assert 'filename="report.docx"' in r.headers["content-disposition"]
+    CHECKS["docx"](data, r.content, anything)
+    assert [d["id"] for d in (await setup.client.get("/documents")).json()] == [doc]
+    assert (await setup.client.delete(f"/documents/{doc}")).status_code == 204
+    r = await setup.client.get(f"/documents/{doc}")
+    assert r.status_code == 404
+    assert r.json()["error"]["code"] == "document_not_found"
+
+
+@pytest.mark.parametrize(
+    ("files", "form", "status", "code", "words"),
+    [
+        ({"file": ("a.docx", b"not a zip", DOCX)}, {"target_lang": "de"}, 400,
+         "malformed_document", "not a valid docx"),
+        ({"file": ("a.exe", b"MZ", "application/x")}, {"target_lang": "de"}, 400,
+         "unsupported_document_format", "supported: "),
+        ({"file": ("a.txt", b"hello", "text/plain")}, {}, 422, "invalid_request", "target_lang"),
+        (None, {"target_lang": "de"}, 422, "invalid_request", "'file' field"),
+        ({"file": ("a.txt", b"hello", "text/plain")}, {"target_lang": "xx-nope"}, 400,
+         None, "xx-nope"),
+        ({"file": ("a.srt", b"\xff\xfe\x00garbage", "text/plain")}, {"target_lang": "de"}, 400,
+         "malformed_document", ""),
+    ],
+)  # fmt: skip
+async def test_native_bad_uploads_say_what_is_wrong(
+    setup: Setup, files, form, status: int, code: str | None, words: str
+) -> None:  # type: ignore[no-untyped-def]
+    r = await setup.client.post("/documents", files=files, data=form)
+    assert r.status_code == status, r.text
+    error = r.json()["error"]
+    assert code is None or error["code"] == code
+    assert words in error["message"]
+
+
+async def test_uploads_beyond_the_body_limit_are_accepted_up_to_the_document_limit(
+    tmp_path,
+) -> None:  # type: ignore[no-untyped-def]
+    async for setup in make(tmp_path, max_bytes=3 * 1024 * 1024, max_chars=10_000_000):
+        big = ("word " * 100 + "\n\n").encode() * 3000  # 1.5 MB: over the 1 MiB body limit
+        files = {"file": ("big.txt", big, "text/plain")}
+        r = await setup.client.post("/documents", files=files, data={"target_lang": "de"})
+        assert r.status_code == 201, r.text
+        files = {"file": ("big.txt", big * 3, "text/plain")}
+        r = await setup.client.post("/documents", files=files, data={"target_lang": "de"})
+        assert r.status_code == 413
+        # The larger limit is the upload routes' only.
+        r = await setup.client.post("/translate", content=big, headers={"content-type": "x"})
+        assert r.status_code == 413
+
+
+# -- DeepL -------------------------------------------------------------------------------
+
+
+async def test_deepl_document_flow(setup: Setup) -> None:
+    data = SAMPLES["srt"]()
+    files = {"file": ("subs.srt", data, "application/x-subrip")}
+    form = {"target_lang": "DE", "source_lang": "EN", "formality": "prefer_more"}
+    r = await setup.client.post("/v2/document", files=files, data=form, headers=AUTH)
+    assert r.status_code == 200, r.text
+    handle = r.json()
+    assert set(handle) == {"document_id", "document_key"}
+    url = f"/v2/document/{handle['document_id']}"
+    key = {"document_key": handle["document_key"]}
+    r = await setup.client.post(url, json=key, headers=AUTH)
+    assert r.json() == {"document_id": handle["document_id"], "status": "queued"}
+    r = await setup.client.post(url + "/result", json=key, headers=AUTH)
+    assert r.status_code == 503  # the deepl clients' DocumentNotReadyException
+    assert "message" in r.json()
+    await finish(setup)
+    r = await setup.client.post(url, json=key, headers=AUTH)
+    assert r.json()["status"] == "done"
+    assert r.json()["billed_characters"] > 0
+    r = await setup.client.post(url + "/result", json=key, headers=AUTH)
+    assert r.status_code == 200
+    CHECKS["srt"](data, r.content, anything)
+
+
+async def test_deepl_document_needs_auth_and_the_right_key(setup: Setup) -> None:
+    files = {"file": ("a.txt", b"hello", "text/plain")}
+    r = await setup.client.post("/v2/document", files=files, data={"target_lang": "DE"})
+    assert r.status_code == 403
+    r = await setup.client.post(
+        "/v2/document", files=files, data={"target_lang": "DE"}, headers=AUTH
+    )
+    url = f"/v2/document/{r.json()['document_id']}"
+    r = await setup.client.post(url, json={"document_key": "wrong"}, headers=AUTH)
+    assert r.status_code == 404
+    assert "message" in r.json()
+    r = await setup.client.post(url, json={}, headers=AUTH)
+    assert r.status_code == 400
+    assert "document_key" in r.json()["message"]
+
+
+async def test_deepl_malformed_document_is_a_400_in_deepls_shape(setup: Setup) -> None:
+    files = {"file": ("a.xlsx", b"PK\x03\x04broken", "application/octet-stream")}
+    r = await setup.client.post(
+        "/v2/document", files=files, data={"target_lang": "DE"}, headers=AUTH
+    )
+    assert r.status_code == 400
+    assert "xlsx" in r.json()["message"]
+
+
+# -- LibreTranslate ----------------------------------------------------------------------
+
+
+async def test_libre_translate_file_answers_a_download_url(setup: Setup) -> None:
+    setup.documents.start()
+    data = SAMPLES["md"]()
+    files = {"file": ("notes.md", data, "text/markdown")}
+    r = await setup.client.post(
+        "/libretranslate/translate_file", files=files, data={"source": "en", "target": "de"}
+    )
+    assert r.status_code == 200, r.text
+    url = r.json()["translatedFileUrl"]
+    assert url.startswith("http://t/libretranslate/download_file/")
+    assert url.endswith(".notes.md")
+    r = await setup.client.get(url)
+    assert r.status_code == 200
+    assert 'filename="notes.md"' in r.headers["content-disposition"]
+    CHECKS["md"](data, r.content, anything)
+
+
+async def test_libre_translate_file_errors_in_libres_shape(setup: Setup) -> None:
+    files = {"file": ("a.pdf", b"%PDF", "application/pdf")}
+    r = await setup.client.post(
+        "/libretranslate/translate_file", files=files, data={"source": "en", "target": "de"}
+    )
+    assert r.status_code == 400
+    assert "supported" in r.json()["error"]
+    r = await setup.client.get("/libretranslate/download_file/nope.a.txt")
+    assert r.status_code == 404
+    assert "error" in r.json()

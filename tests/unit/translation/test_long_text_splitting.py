@@ -1,0 +1,101 @@
+"""Long-text splitting: pieces fit the budget, cuts fall on boundaries, reassembly is exact."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from serve_app.translation.segment import split_sentences, split_text
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def chars(text: str) -> int:
+    return len(text)
+
+
+def rebuilt(text: str, budget: int, count=words) -> list[str]:
+    split = split_text(text, budget, count)
+    assert split.join([p.text for p in split.pieces]) == text
+    for piece in split.pieces:
+        assert count(piece.text) <= budget, piece
+        assert piece.text == piece.text.strip()
+        assert not piece.sep.strip()
+    return [p.text for p in split.pieces]
+
+
+def test_short_text_is_one_piece_with_its_outer_whitespace_kept() -> None:
+    split = split_text("  \n Hello world \n", 10, words)
+    assert [p.text for p in split.pieces] == ["Hello world"]
+    assert (split.lead, split.trail) == ("  \n ", " \n")
+    assert split.join(["Hallo Welt"]) == "  \n Hallo Welt \n"
+
+
+def test_paragraphs_first_then_sentences() -> None:
+    text = "One two three. Four five six.\n\n  Seven eight nine ten.\nEleven twelve."
+    assert rebuilt(text, 6) == [
+        "One two three. Four five six.",
+        "Seven eight nine ten.\nEleven twelve.",
+    ]
+    assert rebuilt(text, 3) == [
+        "One two three.",
+        "Four five six.",
+        "Seven eight nine",
+        "ten.\nEleven twelve.",
+    ]
+
+
+def test_translations_go_back_with_the_original_separators() -> None:
+    text = "A b c.  D e f.\n\n\tG h i.\r\nJ k."
+    split = split_text(text, 3, words)
+    out = split.join([p.text.upper() for p in split.pieces])
+    assert out == text.upper()
+
+
+def test_closing_quotes_stay_with_their_sentence() -> None:
+    pieces = rebuilt('He said "stop." Then he left! Did he?', 3)
+    assert pieces[0] == 'He said "stop."'
+
+
+def test_cjk_sentences_split_without_spaces() -> None:
+    text = "今天天气很好。我们去公园吧！你觉得怎么样？好的。"
+    pieces = rebuilt(text, 8, chars)
+    assert all(p[-1] in "。！？" for p in pieces)
+    assert "".join(pieces) == text
+
+
+def test_cjk_run_without_punctuation_is_cut_between_characters() -> None:
+    text = "这是一个没有任何标点符号的非常长的中文句子用来测试"
+    pieces = rebuilt(text, 5, chars)
+    assert "".join(pieces) == text
+    assert len(pieces) >= 5
+
+
+def test_no_word_is_cut() -> None:
+    rng = random.Random(3)
+    vocab = ["alpha", "beta", "gamma", "delta.", "eps!", "zeta?", "\n", "\n\n", "eta,"]
+    for _ in range(50):
+        text = " ".join(rng.choice(vocab) for _ in range(rng.randint(1, 80)))
+        budget = rng.randint(1, 12)
+        pieces = rebuilt(text, budget)
+        original = re.findall(r"\S+", text)
+        assert [w for p in pieces for w in p.split()] == original
+
+
+def test_split_sentences_halves_a_piece_or_says_it_is_one_sentence() -> None:
+    halves = split_sentences("One two. Three four. Five six. Seven eight.", words)
+    assert halves is not None
+    assert [p.text for p in halves.pieces] == ["One two. Three four.", "Five six. Seven eight."]
+    assert halves.join(["x", "y"]) == "x y"
+    assert split_sentences("Just one long sentence without an end", words) is None
+
+
+@pytest.mark.parametrize("budget", [1, 2, 5, 50])
+def test_pieces_are_as_few_as_the_budget_allows(budget: int) -> None:
+    text = " ".join(f"w{i}." for i in range(40))
+    pieces = rebuilt(text, budget)
+    assert len(pieces) == -(-40 // budget)
