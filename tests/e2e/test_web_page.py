@@ -31,6 +31,7 @@ from tests.e2e.web_browser import (
     new_page,
     ready,
     serious_violations,
+    wait_enabled,
     wait_translated,
 )
 
@@ -75,7 +76,7 @@ def test_first_paint_is_fast_the_page_small_and_all_from_the_service(
 
 
 def test_a_keyed_server_asks_for_a_key_and_keeps_it(browser: Any, url: str) -> None:
-    with new_page(browser, key=None) as (page, _):
+    with new_page(browser, key=None) as (page, traffic):
         page.goto(url)
         dialog = page.locator("#key-dialog")
         dialog.wait_for(state="visible", timeout=30_000)
@@ -88,12 +89,12 @@ def test_a_keyed_server_asks_for_a_key_and_keeps_it(browser: Any, url: str) -> N
         assert dialog.is_visible()
         page.fill("#key-input", API_KEY)
         page.click("#key-save")
-        page.wait_for_selector("#translate:not([disabled])", timeout=30_000)
+        wait_enabled(page, traffic)
         assert not dialog.is_visible()
         assert page.text_content("#model") == "tiny-random-demo"
         assert page.evaluate("() => JSON.parse(localStorage.getItem('mt.key'))") == API_KEY
         page.reload()
-        page.wait_for_selector("#translate:not([disabled])", timeout=30_000)
+        wait_enabled(page, traffic)
         assert not dialog.is_visible()
 
 
@@ -168,7 +169,7 @@ def test_pickers_search_swap_and_recent_pairs(browser: Any, url: str) -> None:
         recent = page.locator("#recent button").all_text_contents()
         assert recent[:2] == ["French → English", "English → French"]
         page.reload()
-        page.wait_for_selector("#translate:not([disabled])", timeout=30_000)
+        wait_enabled(page, traffic)
         assert (page.input_value("#source"), page.input_value("#target")) == ("fr", "en")
 
 

@@ -88,6 +88,7 @@ class Traffic:
     urls: list[str] = field(default_factory=list)
     streams: list[dict[str, Any]] = field(default_factory=list)
     asset_bytes: dict[str, int] = field(default_factory=dict)
+    statuses: list[str] = field(default_factory=list)
 
     def watch(self, page: Any) -> None:
         page.on("request", self._request)
@@ -99,6 +100,7 @@ class Traffic:
             self.streams.append(json.loads(request.post_data or "{}"))
 
     def _response(self, response: Any) -> None:
+        self.statuses.append(f"{response.status} {response.request.method} {response.url}")
         if response.request.resource_type in ("document", "script", "stylesheet", "image", "font"):
             try:
                 self.asset_bytes[response.url] = len(response.body())
@@ -128,7 +130,18 @@ def new_page(browser: Any, key: str | None, **options: Any) -> Iterator[tuple[An
 def ready(page: Any, url: str) -> None:
     """Opens the page and waits until it has its config and languages."""
     page.goto(url)
-    page.wait_for_selector("#translate:not([disabled])", timeout=30_000)
+    wait_enabled(page)
+
+
+def wait_enabled(page: Any, traffic: Traffic | None = None, timeout_ms: int = 90_000) -> None:
+    """Waits until the page has its config and languages (the Translate button enabled);
+    on a timeout, says what the page showed and what it was answered."""
+    try:
+        page.wait_for_selector("#translate:not([disabled])", timeout=timeout_ms)
+    except Exception as exc:
+        shown = {i: page.text_content(f"#{i}") for i in ("message", "key-error")}
+        answers = traffic.statuses[-12:] if traffic else "not recorded"
+        raise AssertionError(f"the page never became ready: {shown}; answers: {answers}") from exc
 
 
 def wait_translated(page: Any, timeout_ms: int = 120_000) -> str:
