@@ -13,6 +13,7 @@ from serve_app.api.compat.deepl import deepl_router
 from serve_app.api.compat.libre import libre_router
 from serve_app.api.documents import documents_router
 from serve_app.api.errors import install_error_handlers
+from serve_app.api.glossaries import glossaries_router
 from serve_app.api.middleware import MetricsMiddleware, ReplicaHeaderMiddleware, RequestIdMiddleware
 from serve_app.api.native import native_router
 from serve_app.api.security import install_security
@@ -47,6 +48,8 @@ def create_app(
     if replica_id:
         app.add_middleware(ReplicaHeaderMiddleware, replica_id=replica_id)
     app.include_router(native_router(service))
+    if store is not None:
+        glossaries_router(app, service)
     if documents is not None:
         documents_router(app, documents)
     _install_compat(app, service, documents)

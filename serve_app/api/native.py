@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from serve_app.api.glossaries import apply_glossaries
 from serve_app.api.keys import caller_usage, charged, key_of, translate_batch_charged
 from serve_app.api.sse import HEADERS, sse_stream
 from serve_app.core.errors import EngineUnavailable, ServiceError
@@ -51,6 +52,7 @@ def _translation_routes(app: APIRouter, service: TranslationService) -> None:
     async def translate(body: TranslateRequest, request: Request) -> TranslateResponse:
         """Translates one text."""
         request.state.pair = service.pair_labels([body])
+        (body,) = await apply_glossaries(request, service, [body])
         async with charged(request, len(body.text)):
             return await service.translate(body, request.state.request_id)
 
@@ -60,12 +62,15 @@ def _translation_routes(app: APIRouter, service: TranslationService) -> None:
     ) -> BatchTranslateResponse:
         """Translates many texts concurrently; results keep the order of ``items``."""
         request.state.pair = service.pair_labels(body.items)
+        items = await apply_glossaries(request, service, body.items)
+        body = body.model_copy(update={"items": items})
         return await translate_batch_charged(service, request, body)
 
     @app.post("/translate/stream", responses={**_ERRORS, 200: _STREAM})
     async def translate_stream(body: TranslateRequest, request: Request) -> StreamingResponse:
         """Translates one text, streamed as server-sent events as it is generated."""
         request.state.pair = service.pair_labels([body])
+        (body,) = await apply_glossaries(request, service, [body])
         request_id = request.state.request_id
         async with charged(request, len(body.text)):  # refunded if the stream cannot start
             events = await service.translate_stream(body, request_id)

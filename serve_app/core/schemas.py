@@ -72,6 +72,14 @@ class TextItem(BaseModel):
         max_length=100,
         description="Terms and their required translations (model families that support it).",
     )
+    glossary_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=100,
+        description="A stored glossary (POST /glossaries) of the caller's key: its entries "
+        "for this language pair are applied as the inline glossary's are. Needs an explicit "
+        "source_lang.",
+    )
     context: str | None = Field(
         None,
         max_length=5000,

@@ -5,8 +5,8 @@
 ``tag_handling`` ``html``/``xml`` with its tag lists: ``api/compat/markup.py``),
 ``GET|POST /v2/languages?type=source|target`` and ``GET|POST /v2/usage``, answered in DeepL's
 shapes; errors are ``{"message": ...}`` with DeepL's statuses (400 for bad parameters, 403
-without an ``Authorization: DeepL-Auth-Key`` header, 413, 429/503 to retry). Glossaries are
-not offered (``glossary_id`` gets a 400); use the native API's inline ``glossary``.
+without an ``Authorization: DeepL-Auth-Key`` header, 413, 429/503 to retry). ``glossary_id``
+names a stored glossary (the glossary API: ``deepl_glossaries.py``).
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ from serve_app.api.compat.common import (
     read_params,
 )
 from serve_app.api.compat.deepl_documents import deepl_document_routes
+from serve_app.api.compat.deepl_glossaries import deepl_glossary_routes
 from serve_app.api.compat.markup import deepl_markup
 from serve_app.api.errors import register_error_format
+from serve_app.api.glossaries import apply_glossaries
 from serve_app.api.keys import caller_usage, translate_batch_charged
-from serve_app.core.errors import DocumentNotReady, Forbidden, InvalidRequest, UnsupportedOption
+from serve_app.core.errors import DocumentNotReady, Forbidden, InvalidRequest
 from serve_app.core.schemas import BatchTranslateRequest, TextItem, TranslateResponse
 from serve_app.documents.replica import ReplicaDocuments
 from serve_app.translation.service import TranslationService
@@ -93,14 +95,16 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
         raise InvalidRequest("Parameter 'text' not specified.")
     if not target:
         raise InvalidRequest("Parameter 'target_lang' not specified.")
-    if one(params, "glossary_id"):
-        raise UnsupportedOption("Glossaries (glossary_id) are not supported by this server.")
     source = one(params, "source_lang") or "auto"
+    if one(params, "glossary_id") and source == "auto":
+        raise InvalidRequest("Parameter 'source_lang' is required when using a glossary.")
     formality = _formality(service, one(params, "formality", "default"))
     common = {"source_lang": source, "target_lang": target, "formality": formality}
     common["context"] = one(params, "context")
+    common["glossary_id"] = one(params, "glossary_id")
     common |= deepl_markup(params)  # tag_handling and its tag lists
     items = [make_item(text=t, **common) for t in texts if not _blank(t)]
+    items = await apply_glossaries(request, service, items)
     results = iter(await _translated(service, items, request))
     out = []
     for text in texts:
@@ -158,6 +162,7 @@ def deepl_router(
     if documents is not None:
         formality = functools.partial(_formality, service)
         deepl_document_routes(router, documents, formality, _require_auth)
+    deepl_glossary_routes(app, router, service, _require_auth, deepl_error, _ERRORS)
 
     @router.post("/translate")
     async def translate(request: Request) -> dict[str, Any]:

@@ -4,8 +4,9 @@ that take a LibreTranslate base URL work unchanged without clashing with the nat
 ``POST /translate`` (JSON or form; ``q`` one text or a list, ``source`` a code or ``auto``,
 ``target``, ``format`` ``text`` or ``html`` (tags kept: Mastodon sends its statuses so),
 ``api_key`` accepted), ``GET|POST /languages`` and ``POST /detect``, in LibreTranslate's
-shapes (confidences 0-100). Errors are ``{"error": ...}`` with its statuses (400 for bad
-parameters).
+shapes (confidences 0-100). ``glossary_id`` (an extension: a stored glossary of the key,
+``/glossaries``) needs an explicit ``source``. Errors are ``{"error": ...}`` with its
+statuses (400 for bad parameters).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from serve_app.api.compat.common import all_translated, get_and_post, make_item,
 from serve_app.api.compat.libre_documents import libre_document_routes
 from serve_app.api.compat.markup import libre_format
 from serve_app.api.errors import register_error_format
+from serve_app.api.glossaries import apply_glossaries
 from serve_app.api.keys import translate_batch_charged
 from serve_app.core.errors import InvalidRequest
 from serve_app.core.schemas import BatchTranslateRequest, TranslateResponse
@@ -47,7 +49,13 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
         raise InvalidRequest("Invalid request: missing target parameter")
     fmt = libre_format(params)
     source = one(params, "source", "auto")
-    items = [make_item(text=t, source_lang=source, target_lang=target, format=fmt) for t in q]
+    glossary_id = one(params, "glossary_id") or None
+    items = [
+        make_item(text=t, source_lang=source, target_lang=target, format=fmt,
+                  glossary_id=glossary_id)
+        for t in q
+    ]  # fmt: skip
+    items = await apply_glossaries(request, service, items)
     batch = BatchTranslateRequest(items=items)
     results = all_translated(await translate_batch_charged(service, request, batch, True))
     many = "q" in request.state.arrays

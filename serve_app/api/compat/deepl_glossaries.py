@@ -1,0 +1,225 @@
+"""DeepL's glossary API over the store's glossaries, as deepl-python and Weblate call it.
+
+v2 (one language pair per glossary; ``deepl.Translator``): ``POST /v2/glossaries`` (JSON or
+form: ``name``, ``source_lang``, ``target_lang``, ``entries``, ``entries_format`` ``tsv`` or
+``csv``), ``GET /v2/glossaries``, ``GET /v2/glossaries/{id}``, ``GET /v2/glossaries/{id}/entries``
+(TSV, ``text/tab-separated-values``), ``DELETE /v2/glossaries/{id}`` and
+``GET /v2/glossary-language-pairs``. v3 (multilingual; ``deepl.DeepLClient``):
+``POST /v3/glossaries`` (``name`` and ``dictionaries``), ``GET /v3/glossaries``,
+``GET /v3/glossaries/{id}``, ``GET /v3/glossaries/{id}/entries?source_lang=&target_lang=``,
+``DELETE /v3/glossaries/{id}``. The v2 routes show only one-pair glossaries; the same ids work
+in ``glossary_id`` of ``/v2/translate``. Errors are DeepL's: ``{"message"}``, 404 for an
+unknown id (deepl-python raises ``GlossaryNotFoundException``), 400 for bad entries.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request, Response
+
+from serve_app.api.compat.common import Params, get_and_post, one, read_params
+from serve_app.api.errors import ErrorFormat, register_error_format
+from serve_app.api.glossaries import create_glossary, glossary_store, owner
+from serve_app.api.glossary_entries import parse_entries_async, to_tsv
+from serve_app.core.errors import GlossaryNotFound, InvalidRequest
+from serve_app.store import Glossary
+from serve_app.translation.service import TranslationService
+
+RequireAuth = Callable[[Request, Params], None]
+
+
+def _time(ts: float) -> str:
+    """DeepL's ``creation_time``: ISO 8601 with fractional seconds, UTC."""
+    moment = datetime.datetime.fromtimestamp(ts, datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _code(code: str) -> str:
+    """DeepL's glossary language: the base language, upper-case (glossaries are not
+    regional)."""
+    return code.split("-")[0].upper()
+
+
+def v2_info(g: Glossary) -> dict[str, Any]:
+    (d,) = g.dictionaries
+    return {
+        "glossary_id": g.id,
+        "name": g.name,
+        "ready": True,
+        "source_lang": _code(d.source_lang),
+        "target_lang": _code(d.target_lang),
+        "creation_time": _time(g.created_at),
+        "entry_count": d.entry_count,
+    }
+
+
+def v3_info(g: Glossary) -> dict[str, Any]:
+    dictionaries = [
+        {"source_lang": _code(d.source_lang), "target_lang": _code(d.target_lang),
+         "entry_count": d.entry_count}
+        for d in g.dictionaries
+    ]  # fmt: skip
+    return {
+        "glossary_id": g.id,
+        "name": g.name,
+        "creation_time": _time(g.created_at),
+        "dictionaries": dictionaries,
+    }
+
+
+def _text(params: Params, name: str) -> str:
+    value = one(params, name)
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest(f"Parameter '{name}' not specified.")
+    return value
+
+
+async def _dictionary(fields: dict[str, Any] | Params) -> tuple[str, str, tuple[Any, ...]]:
+    params = {k: v if isinstance(v, list) else [v] for k, v in fields.items()}
+    fmt = one(params, "entries_format", "tsv")
+    if fmt not in ("tsv", "csv"):
+        raise InvalidRequest("Parameter 'entries_format' must be 'tsv' or 'csv'.")
+    entries = await parse_entries_async(_text(params, "entries"), fmt)
+    return _text(params, "source_lang"), _text(params, "target_lang"), entries
+
+
+def language_pairs(service: TranslationService) -> list[dict[str, str]]:
+    """Every offered pair, in DeepL's base codes (lower-case, as DeepL answers); none when
+    the model takes no glossary."""
+    if "glossary" not in service.family.supports:
+        return []
+    pairs: dict[tuple[str, str], None] = {}
+    for source in service.languages.languages:
+        for target in service.languages.targets_for(source):
+            s, t = _code(source).lower(), _code(target).lower()
+            if s != t:
+                pairs[(s, t)] = None
+    return [{"source_lang": s, "target_lang": t} for s, t in pairs]
+
+
+def _v2_routes(router: APIRouter, service: TranslationService, auth: RequireAuth) -> None:
+    async def one_pair(request: Request, glossary_id: str) -> Glossary:
+        found = await glossary_store(request, service).get_glossary(owner(request), glossary_id)
+        if len(found.dictionaries) != 1:  # multilingual: the v3 routes show it
+            raise GlossaryNotFound(f"Glossary {glossary_id[:100]!r} not found in the v2 API.")
+        return found
+
+    @get_and_post(router, "/glossary-language-pairs", "deepl_glossary_language_pairs")
+    async def pairs(request: Request) -> dict[str, Any]:
+        """DeepL ``/v2/glossary-language-pairs``: pairs a glossary may have."""
+        auth(request, await read_params(request))
+        if getattr(request.app.state, "store", None) is None:
+            return {"supported_languages": []}
+        return {"supported_languages": language_pairs(service)}
+
+    @router.post("/glossaries", status_code=201)
+    async def create(request: Request) -> dict[str, Any]:
+        """DeepL ``POST /v2/glossaries`` (JSON or form)."""
+        params = await read_params(request)
+        auth(request, params)
+        name = _text(params, "name")
+        dictionary = await _dictionary(params)
+        return v2_info(await create_glossary(request, service, name, [dictionary]))
+
+    @router.get("/glossaries")
+    async def list_all(request: Request) -> dict[str, Any]:
+        """DeepL ``GET /v2/glossaries``: the key's one-pair glossaries."""
+        auth(request, await read_params(request))
+        found = await glossary_store(request, service).list_glossaries(owner(request))
+        return {"glossaries": [v2_info(g) for g in found if len(g.dictionaries) == 1]}
+
+    @router.get("/glossaries/{glossary_id}")
+    async def get(glossary_id: str, request: Request) -> dict[str, Any]:
+        """DeepL ``GET /v2/glossaries/{id}``."""
+        auth(request, await read_params(request))
+        return v2_info(await one_pair(request, glossary_id))
+
+    @router.get("/glossaries/{glossary_id}/entries")
+    async def entries(glossary_id: str, request: Request) -> Response:
+        """DeepL ``GET /v2/glossaries/{id}/entries``: TSV."""
+        auth(request, await read_params(request))
+        g = await one_pair(request, glossary_id)
+        d = g.dictionaries[0]
+        store = glossary_store(request, service)
+        found = await store.glossary_entries(owner(request), g.id, d.source_lang, d.target_lang)
+        return Response(to_tsv(found), media_type="text/tab-separated-values; charset=utf-8")
+
+    @router.delete("/glossaries/{glossary_id}", status_code=204)
+    async def delete(glossary_id: str, request: Request) -> Response:
+        """DeepL ``DELETE /v2/glossaries/{id}``."""
+        auth(request, await read_params(request))
+        await glossary_store(request, service).delete_glossary(owner(request), glossary_id)
+        return Response(status_code=204)
+
+
+def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth) -> None:
+    @router.post("/glossaries", status_code=201)
+    async def create(request: Request) -> dict[str, Any]:
+        """DeepL ``POST /v3/glossaries``: ``name`` and ``dictionaries``."""
+        params = await read_params(request)
+        auth(request, params)
+        name = _text(params, "name")
+        raw = params.get("dictionaries") or []
+        if not raw or not all(isinstance(d, dict) for d in raw):
+            raise InvalidRequest("Parameter 'dictionaries' must be a list of objects.")
+        dictionaries = [await _dictionary(d) for d in raw]
+        return v3_info(await create_glossary(request, service, name, dictionaries))
+
+    @router.get("/glossaries")
+    async def list_all(request: Request) -> dict[str, Any]:
+        """DeepL ``GET /v3/glossaries``."""
+        auth(request, await read_params(request))
+        found = await glossary_store(request, service).list_glossaries(owner(request))
+        return {"glossaries": [v3_info(g) for g in found]}
+
+    @router.get("/glossaries/{glossary_id}")
+    async def get(glossary_id: str, request: Request) -> dict[str, Any]:
+        """DeepL ``GET /v3/glossaries/{id}``."""
+        auth(request, await read_params(request))
+        store = glossary_store(request, service)
+        return v3_info(await store.get_glossary(owner(request), glossary_id))
+
+    @router.get("/glossaries/{glossary_id}/entries")
+    async def entries(glossary_id: str, request: Request) -> dict[str, Any]:
+        """DeepL ``GET /v3/glossaries/{id}/entries?source_lang=&target_lang=``."""
+        params = await read_params(request)
+        auth(request, params)
+        source, target = _text(params, "source_lang"), _text(params, "target_lang")
+        store = glossary_store(request, service)
+        g = await store.get_glossary(owner(request), glossary_id)
+        pair = [d for d in g.dictionaries if (_code(d.source_lang), _code(d.target_lang))
+                == (_code(source), _code(target))]  # fmt: skip
+        if not pair:
+            raise GlossaryNotFound(f"Glossary {glossary_id[:100]!r} has no {source}->{target}.")
+        d = pair[0]
+        found = await store.glossary_entries(owner(request), g.id, d.source_lang, d.target_lang)
+        entry = {"source_lang": _code(d.source_lang), "target_lang": _code(d.target_lang),
+                 "entries": to_tsv(found), "entries_format": "tsv"}  # fmt: skip
+        return {"dictionaries": [entry]}
+
+    @router.delete("/glossaries/{glossary_id}", status_code=204)
+    async def delete(glossary_id: str, request: Request) -> Response:
+        """DeepL ``DELETE /v3/glossaries/{id}``."""
+        auth(request, await read_params(request))
+        await glossary_store(request, service).delete_glossary(owner(request), glossary_id)
+        return Response(status_code=204)
+
+
+def deepl_glossary_routes(
+    app: FastAPI,
+    v2: APIRouter,
+    service: TranslationService,
+    auth: RequireAuth,
+    error_format: ErrorFormat,
+    responses: dict[int | str, dict[str, Any]],
+) -> None:
+    """Adds the v2 glossary routes to ``v2`` (DeepL's ``/v2`` router) and the v3 ones, in
+    DeepL's error shape, to ``app``."""
+    _v2_routes(v2, service, auth)
+    v3 = APIRouter(prefix="/v3", tags=["DeepL API v3 glossaries"], responses=responses)
+    _v3_routes(v3, service, auth)
+    app.include_router(v3)
+    register_error_format(app, "/v3", error_format)

@@ -1,0 +1,293 @@
+"""Stored glossaries on the native API, and ``glossary_id`` on every translate route.
+
+``POST /glossaries`` (JSON: ``name`` and ``dictionaries``, one per language pair, each with
+``entries`` as a list of ``{source, target}`` or as TSV/CSV text with ``entries_format``),
+``GET /glossaries`` (the caller's), ``GET /glossaries/{id}``, ``GET /glossaries/{id}/entries``
+(JSON, or TSV/CSV by ``Accept``) and ``DELETE /glossaries/{id}``. Glossaries live in the
+store (``docs/glossaries.md``) and belong to the caller's API key: another key's id is 404.
+
+``apply_glossaries`` is what every translate route (native, DeepL, LibreTranslate) calls on
+its items: an item with a ``glossary_id`` gets the stored entries of its language pair whose
+source term occurs in its text, added to its inline ``glossary``, so they reach the model
+through the prompt family's terminology prompt like inline entries do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, TypeVar
+
+from fastapi import APIRouter, FastAPI, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from serve_app.api.glossary_entries import (
+    Entries,
+    parse_entries_async,
+    terms_for_async,
+    to_csv,
+    to_tsv,
+)
+from serve_app.core.errors import InvalidGlossary, InvalidRequest, UnsupportedOption
+from serve_app.core.schemas import GlossaryEntry, TextItem
+from serve_app.store import Glossary, GlossaryDictionary, Store, owner_of
+from serve_app.translation.service import TranslationService
+
+Item = TypeVar("Item", bound=TextItem)
+
+# --- models ---------------------------------------------------------------------------------
+
+
+class StoredEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(..., description="Term in the source text.")
+    target: str = Field(..., description="Its required translation.")
+
+
+class DictionaryIn(BaseModel):
+    """The entries of one language pair."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source_lang: str = Field(..., max_length=35, description="Language of the source terms.")
+    target_lang: str = Field(..., max_length=35, description="Language of the target terms.")
+    entries: list[StoredEntry] | str = Field(
+        ..., description="A list of {source, target}, or TSV/CSV text (see entries_format)."
+    )
+    entries_format: Literal["tsv", "csv"] = Field(
+        "tsv", description="How text entries are written: tsv (source<TAB>target) or csv."
+    )
+
+
+class GlossaryCreate(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "product terms",
+                    "dictionaries": [
+                        {"source_lang": "en", "target_lang": "de", "entries": "cart\tWarenkorb"}
+                    ],
+                }
+            ]
+        },
+    )
+
+    name: str = Field(..., description="A name of your choice.")
+    dictionaries: list[DictionaryIn] = Field(
+        ..., min_length=1, description="One per language pair (several: multilingual)."
+    )
+
+
+class DictionaryOut(BaseModel):
+    source_lang: str
+    target_lang: str
+    entry_count: int
+
+
+class GlossaryOut(BaseModel):
+    id: str
+    name: str
+    created_at: float = Field(..., description="Unix time.")
+    entry_count: int = Field(..., description="Entries of all its language pairs.")
+    dictionaries: list[DictionaryOut]
+
+
+class GlossaryList(BaseModel):
+    glossaries: list[GlossaryOut]
+
+
+class GlossaryEntries(BaseModel):
+    source_lang: str
+    target_lang: str
+    entries: list[StoredEntry]
+
+
+def glossary_out(g: Glossary) -> GlossaryOut:
+    return GlossaryOut(
+        id=g.id,
+        name=g.name,
+        created_at=g.created_at,
+        entry_count=g.entry_count,
+        dictionaries=[
+            DictionaryOut(source_lang=d.source_lang, target_lang=d.target_lang,
+                          entry_count=d.entry_count)
+            for d in g.dictionaries
+        ],
+    )  # fmt: skip
+
+
+# --- shared by the native and DeepL routes ----------------------------------------------------
+
+
+def owner(request: Request) -> str:
+    return owner_of(getattr(request.state, "key_id", None))
+
+
+def glossary_store(request: Request, service: TranslationService) -> Store:
+    """The store, when stored glossaries work here: a store is configured and the model's
+    prompt family takes a glossary."""
+    store: Store | None = getattr(request.app.state, "store", None)
+    if store is None:
+        raise UnsupportedOption("Stored glossaries need the store (config: store).")
+    if "glossary" not in service.family.supports:
+        raise UnsupportedOption(
+            f"The configured model (prompt family '{service.config.prompt.family}') does not "
+            "support glossaries."
+        )
+    return store
+
+
+def stored_code(service: TranslationService, code: str) -> str:
+    """A glossary's language as stored: the offered language's code, lower-case (400 for
+    a language the model does not offer)."""
+    return service.languages.resolve(code).code.lower()
+
+
+async def create_glossary(
+    request: Request,
+    service: TranslationService,
+    name: str,
+    dictionaries: Sequence[tuple[str, str, Entries]],
+) -> Glossary:
+    store = glossary_store(request, service)
+    checked = [
+        GlossaryDictionary(stored_code(service, s), stored_code(service, t), entries)
+        for s, t, entries in dictionaries
+    ]
+    return await store.create_glossary(owner(request), name, checked)
+
+
+async def read_dictionary(d: DictionaryIn) -> tuple[str, str, Entries]:
+    if isinstance(d.entries, str):
+        entries = await parse_entries_async(d.entries, d.entries_format)
+    else:
+        entries = tuple((e.source, e.target) for e in d.entries)
+    return d.source_lang, d.target_lang, entries
+
+
+def _candidates(code: str) -> tuple[str, ...]:
+    """Stored codes a request's language matches: its own, then its base language (a
+    glossary for ``zh`` serves ``zh-Hant`` too, as DeepL's do for regional variants)."""
+    code = code.lower()
+    base = code.split("-")[0]
+    return (code,) if base == code else (code, base)
+
+
+async def pair_entries(
+    store: Store, owner_id: str, glossary_id: str, source: str, target: str
+) -> Entries:
+    """The entries of the glossary's dictionary for ``source -> target`` (canonical codes).
+    404 for an unknown glossary, 400 when it has no such pair."""
+    glossary = await store.get_glossary(owner_id, glossary_id)
+    pairs = {(d.source_lang, d.target_lang) for d in glossary.dictionaries}
+    for s in _candidates(source):
+        for t in _candidates(target):
+            if (s, t) in pairs:
+                return await store.glossary_entries(owner_id, glossary_id, s, t)
+    have = ", ".join(f"{s}->{t}" for s, t in sorted(pairs))
+    raise InvalidGlossary(
+        f"Glossary {glossary_id[:100]!r} has no entries for {source}->{target} (it has {have})."
+    )
+
+
+async def apply_glossaries(
+    request: Request, service: TranslationService, items: Sequence[Item]
+) -> list[Item]:
+    """``items`` with the stored glossary of each that names one added to its inline
+    glossary (only the terms its text holds). Each glossary and pair is read once."""
+    if not any(item.glossary_id for item in items):
+        return list(items)
+    store = glossary_store(request, service)
+    read: dict[tuple[str, str, str], Entries] = {}
+    out = []
+    for item in items:
+        if not item.glossary_id:
+            out.append(item)
+            continue
+        raw_source = (item.source_lang or "auto").strip()
+        if raw_source.lower() == "auto":
+            raise InvalidRequest("Invalid request: a glossary_id needs an explicit source_lang.")
+        source, target = service.languages.resolve_pair(raw_source, item.target_lang)
+        key = (item.glossary_id, source.code, target.code)
+        if key not in read:
+            read[key] = await pair_entries(store, owner(request), *key)
+        terms = await terms_for_async(item.text, read[key])
+        added = [GlossaryEntry.model_construct(source=s, target=t) for s, t in terms]
+        out.append(item.model_copy(update={"glossary": [*item.glossary, *added]}))
+    return out
+
+
+# --- native routes ----------------------------------------------------------------------------
+
+_ERROR = {"description": 'Error: {"error": {"code": ..., "message": ...}}'}
+_ERRORS: dict[int | str, dict[str, Any]] = {c: _ERROR for c in (400, 401, 403, 404, 413, 422)}
+_MEDIA = {"text/tab-separated-values": to_tsv, "text/csv": to_csv}
+
+
+def _entries_response(request: Request, source: str, target: str, entries: Entries) -> Any:
+    accept = request.headers.get("accept", "")
+    for media, write in _MEDIA.items():
+        if media in accept:
+            return Response(write(entries), media_type=media + "; charset=utf-8")
+    listed = [StoredEntry(source=s, target=t) for s, t in entries]
+    return GlossaryEntries(source_lang=source, target_lang=target, entries=listed)
+
+
+def glossaries_router(app: FastAPI, service: TranslationService) -> None:
+    """Adds ``/glossaries`` to ``app`` (answers 400 where the store or the model lacks
+    glossaries)."""
+    router = APIRouter(prefix="/glossaries", tags=["Glossaries"], responses=_ERRORS)
+
+    @router.post("", response_model=GlossaryOut, status_code=201)
+    async def create(body: GlossaryCreate, request: Request) -> GlossaryOut:
+        """Stores a glossary: one dictionary per language pair."""
+        dictionaries = [await read_dictionary(d) for d in body.dictionaries]
+        return glossary_out(await create_glossary(request, service, body.name, dictionaries))
+
+    @router.get("", response_model=GlossaryList)
+    async def list_glossaries(request: Request) -> GlossaryList:
+        """The caller's glossaries, oldest first."""
+        found = await glossary_store(request, service).list_glossaries(owner(request))
+        return GlossaryList(glossaries=[glossary_out(g) for g in found])
+
+    @router.get("/{glossary_id}", response_model=GlossaryOut)
+    async def get(glossary_id: str, request: Request) -> GlossaryOut:
+        """One glossary's name and language pairs (without entries)."""
+        store = glossary_store(request, service)
+        return glossary_out(await store.get_glossary(owner(request), glossary_id))
+
+    @router.get(
+        "/{glossary_id}/entries",
+        response_model=GlossaryEntries,
+        responses={200: {"content": {m: {} for m in _MEDIA}}},
+    )
+    async def entries(
+        glossary_id: str,
+        request: Request,
+        source_lang: str | None = None,
+        target_lang: str | None = None,
+    ) -> Any:
+        """The entries of one language pair (optional when the glossary has one): JSON, or
+        TSV / CSV with ``Accept: text/tab-separated-values`` / ``text/csv``."""
+        store = glossary_store(request, service)
+        glossary = await store.get_glossary(owner(request), glossary_id)
+        if source_lang is None or target_lang is None:
+            if len(glossary.dictionaries) != 1:
+                raise InvalidRequest(
+                    "Invalid request: this glossary has several language pairs; give "
+                    "source_lang and target_lang."
+                )
+            source_lang = glossary.dictionaries[0].source_lang
+            target_lang = glossary.dictionaries[0].target_lang
+        found = await store.glossary_entries(owner(request), glossary_id, source_lang, target_lang)
+        return _entries_response(request, source_lang.lower(), target_lang.lower(), found)
+
+    @router.delete("/{glossary_id}", status_code=204)
+    async def delete(glossary_id: str, request: Request) -> Response:
+        """Deletes the glossary."""
+        await glossary_store(request, service).delete_glossary(owner(request), glossary_id)
+        return Response(status_code=204)
+
+    app.include_router(router)

@@ -1,0 +1,99 @@
+"""Glossary entries as clients send and read them: TSV and CSV (DeepL's two formats), and
+the terms of a stored glossary that one text needs.
+
+Parsing refuses what cannot be a glossary with ``InvalidGlossary`` (400) naming the line;
+the store checks the terms themselves (length, control characters, duplicates), so every
+way in is held to the same rules. Work here is proportional to the input: callers with large
+inputs run it in a worker thread (``parse_entries_async``, ``terms_for_async``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+from collections.abc import Sequence
+from typing import Literal
+
+from serve_app.core.errors import InvalidGlossary
+
+EntriesFormat = Literal["tsv", "csv"]
+Entries = tuple[tuple[str, str], ...]
+# Above this much work (entries x characters), filtering and parsing leave the event loop.
+_THREAD_ABOVE = 50_000
+
+
+def parse_entries(data: str, fmt: str) -> Entries:
+    """``(source, target)`` pairs from TSV (``source<TAB>target`` per line) or CSV
+    (``source,target`` per row, optionally ``,source_lang,target_lang`` as DeepL's CSV has;
+    quoting as RFC 4180). Blank lines are skipped; terms are trimmed."""
+    if fmt == "tsv":
+        return _parse_tsv(data)
+    if fmt == "csv":
+        return _parse_csv(data)
+    raise InvalidGlossary(f"Unknown entries_format {fmt[:20]!r}: use 'tsv' or 'csv'.")
+
+
+async def parse_entries_async(data: str, fmt: str) -> Entries:
+    if len(data) <= _THREAD_ABOVE:
+        return parse_entries(data, fmt)
+    return await asyncio.to_thread(parse_entries, data, fmt)
+
+
+def _parse_tsv(data: str) -> Entries:
+    entries = []
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 2:
+            raise InvalidGlossary(
+                f"Entry on line {number} must be 'source<TAB>target' (one tab); "
+                f"it has {len(parts) - 1} tabs."
+            )
+        entries.append((parts[0].strip(), parts[1].strip()))
+    return tuple(entries)
+
+
+def _parse_csv(data: str) -> Entries:
+    entries = []
+    try:
+        rows = list(csv.reader(io.StringIO(data, newline=""), strict=True))
+    except csv.Error as exc:
+        raise InvalidGlossary(f"The CSV entries cannot be read: {exc}.") from exc
+    for number, row in enumerate(rows, 1):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) not in (2, 4):
+            raise InvalidGlossary(
+                f"Row {number} of the CSV entries has {len(row)} fields; expected "
+                "'source,target' or 'source,target,source_lang,target_lang'."
+            )
+        entries.append((row[0].strip(), row[1].strip()))
+    return tuple(entries)
+
+
+def to_tsv(entries: Sequence[tuple[str, str]]) -> str:
+    """The entries as DeepL serves them: ``source<TAB>target`` lines (terms never hold tabs
+    or newlines: the store refuses control characters)."""
+    return "\n".join(f"{s}\t{t}" for s, t in entries)
+
+
+def to_csv(entries: Sequence[tuple[str, str]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerows(entries)
+    return out.getvalue()
+
+
+def terms_for(text: str, entries: Entries) -> Entries:
+    """The entries whose source term occurs in ``text`` (case-insensitively): what the
+    prompt needs of a large glossary (the prompt families filter each piece again)."""
+    lowered = text.casefold()
+    return tuple((s, t) for s, t in entries if s.casefold() in lowered)
+
+
+async def terms_for_async(text: str, entries: Entries) -> Entries:
+    if len(text) * len(entries) <= _THREAD_ABOVE:
+        return terms_for(text, entries)
+    return await asyncio.to_thread(terms_for, text, entries)
