@@ -1,7 +1,8 @@
 """The web page at ``/`` in a real browser (Debian's chromium, driven by Playwright) against
 `serve run` of the demo config with API keys on: the key dialog, streamed translation as you
 type, language pickers, swap, errors in words, first paint, page weight, accessibility
-(axe-core) and the screenshots in docs/ui/.
+(axe-core), the Files tab's round trip of a document, stored glossaries, and the
+screenshots in docs/ui/.
 
 The cluster is this module's own (keys on, one replica); like the other modules with their own
 cluster, it restarts Ray, so it runs before the session's shared cluster starts
@@ -233,7 +234,7 @@ def test_keyboard_clear_copy_and_focus_order(browser: Any, url: str) -> None:
             order.append(
                 page.evaluate("() => document.activeElement.id || document.activeElement.tagName")
             )
-        expected = ["key-button", "A", "source-filter", "source", "swap", "target-filter", "target"]
+        expected = ["key-button", "A", "tab-text", "source-filter", "source", "swap"]
         assert order[: len(expected)] == expected, order
         assert order.index("text") < order.index("clear") < order.index("translate"), order
         translation = translate_until_output(page)
@@ -295,4 +296,60 @@ def test_accessible_in_both_themes_and_sizes_with_screenshots(
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=SHOTS / f"{device}-{scheme}.png", full_page=device == "phone")
         page.click("#key-button")
+        assert serious_violations(page) == []
+
+
+def test_files_tab_translates_a_document_and_downloads_it(browser: Any, url: str) -> None:
+    with new_page(browser, key=API_KEY) as (page, _):
+        ready(page, url)
+        page.select_option("#source", "en")
+        page.select_option("#target", "de")
+        page.click("#tab-files")
+        assert page.is_hidden("#text-panel")
+        assert ".docx" in (page.text_content("#file-hint") or "")
+        page.set_input_files(
+            "#file-input",
+            files=[{"name": "note.txt", "mimeType": "text/plain",
+                    "buffer": b"Good morning.\n\nThe weather is lovely today.\n"}],
+        )  # fmt: skip
+        job = page.locator("#jobs li").first
+        job.locator("button", has_text="Download").wait_for(timeout=180_000)
+        assert job.locator(".job-status").text_content() == "Done"
+        assert job.locator("progress").evaluate("p => p.value") == 1
+        assert serious_violations(page) == []
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SHOTS / "files-desktop-light.png")
+        with page.expect_download() as download:
+            job.locator("button", has_text="Download").click()
+        assert download.value.suggested_filename == "note.txt"
+        assert Path(download.value.path()).read_bytes().count(b"\n\n") >= 1  # two paragraphs
+        page.click("#tab-text")
+        assert page.is_visible("#text-panel")
+
+
+def test_stored_glossary_is_saved_picked_and_sent(browser: Any, url: str) -> None:
+    with new_page(browser, key=API_KEY) as (page, traffic):
+        ready(page, url)
+        page.click("#options summary")
+        assert page.is_disabled("#stored-glossary")  # "Detect language": no pair yet
+        assert "source language" in (page.text_content("#stored-hint") or "")
+        page.select_option("#source", "en")
+        page.select_option("#target", "de")
+        page.fill("#glossary", "cart = Warenkorb\ncheckout = Kasse")
+        page.fill("#glossary-name", "shop terms")
+        page.click("#save-glossary")
+        page.wait_for_function("() => document.getElementById('stored-glossary').value !== ''")
+        picked = page.input_value("#stored-glossary")
+        assert page.locator("#stored-glossary option:checked").text_content() == (
+            "shop terms (2 terms)"
+        )
+        assert page.input_value("#glossary") == ""
+        page.fill("#text", "Your cart is ready for checkout.")
+        page.keyboard.press("Control+Enter")
+        wait_translated(page)
+        assert traffic.streams[-1]["glossary_id"] == picked
+        assert "glossary" not in traffic.streams[-1]
+        assert page.locator("#message").is_hidden()
+        page.select_option("#target", "fr")  # no glossary of the key for en->fr
+        assert page.locator("#stored-glossary option").count() == 1
         assert serious_violations(page) == []

@@ -59,6 +59,11 @@ def keyed_demo_config(workdir: Path, port: int) -> dict[str, Any]:
     app["args"]["limits"]["max_text_chars"] = MAX_TEXT_CHARS
     app["runtime_env"]["env_vars"].update(KEYS_ENV)
     app["deployments"][0]["num_replicas"] = 1
+    # The store (stored glossaries) and documents (the Files tab); short outputs keep the
+    # random model's document quick.
+    app["args"]["store"] = {"url": f"sqlite:///{workdir}/store.db"}
+    app["args"]["documents"] = {"poll_interval_s": 0.2}
+    app["args"]["limits"].update(output_tokens_ratio=0.5, output_tokens_margin=4)
     return dict(config)
 
 

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException
 
 from serve_app.api.web.schemas import UiConfig
 from serve_app.core.schemas import TranslateRequest
+from serve_app.documents import FORMATS
 from serve_app.translation.service import TranslationService
 
 STATIC_PREFIX = "/ui/static/"
@@ -81,6 +82,10 @@ def _literal_values(annotation: object) -> list[str]:
     return []
 
 
+def _extensions() -> list[str]:
+    return sorted({ext for fmt in FORMATS.values() for ext in fmt.extensions})
+
+
 def ui_config(service: TranslationService, request: Request) -> UiConfig:
     config = service.config
     paths = {route.path for route in request.app.routes if isinstance(route, APIRoute)}
@@ -92,6 +97,9 @@ def ui_config(service: TranslationService, request: Request) -> UiConfig:
         max_text_chars=config.limits.max_text_chars,
         max_body_bytes=config.security.max_body_bytes,
         usage="/usage" in paths,
+        documents="/documents" in paths,
+        document_extensions=_extensions() if "/documents" in paths else [],
+        glossaries="/glossaries" in paths and "glossary" in service.family.supports,
         version=request.app.version,
     )
 

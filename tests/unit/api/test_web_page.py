@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Literal
 
 import httpx
@@ -12,6 +13,7 @@ import pytest
 from serve_app.api.app import create_app
 from serve_app.api.web.router import _literal_values, load_static
 from serve_app.core.config import AppConfig
+from serve_app.store.sqlite import open_sqlite
 from serve_app.translation.service import TranslationService
 from tests.fakes import FakeEngine
 
@@ -129,3 +131,28 @@ async def test_with_keys_the_page_is_open_and_its_api_calls_need_one(
         assert (await c.get("/ui/notstatic")).status_code == 401
         ok = await c.get("/ui/config", headers={"Authorization": "Bearer k1"})
         assert ok.status_code == 200
+
+
+@pytest.mark.parametrize(("family", "glossaries"), [("chat", True), ("seed_x", False)])
+async def test_ui_config_sees_stored_glossaries_and_documents(
+    tmp_path: Path, family: str, glossaries: bool
+) -> None:
+    service = TranslationService(
+        AppConfig.model_validate({"prompt": {"family": family}}), FakeEngine()
+    )
+    await service.start()
+    store = await open_sqlite(str(tmp_path / "s.db"))
+    try:
+        transport = httpx.ASGITransport(app=create_app(service, store=store))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            config = (await c.get("/ui/config")).json()
+    finally:
+        await store.close()
+    assert config["glossaries"] is glossaries
+    assert config["documents"] is False  # no document worker on this app
+    assert config["document_extensions"] == []
+
+
+async def test_ui_config_without_a_store_offers_neither(client: httpx.AsyncClient) -> None:
+    config = (await client.get("/ui/config")).json()
+    assert (config["glossaries"], config["documents"]) == (False, False)

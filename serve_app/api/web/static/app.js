@@ -40,6 +40,9 @@
     detected: null,
     afterKey: null,
   };
+  // files.js (the Files tab, stored glossaries) listens: config(config), pair(source, target).
+  const hooks = { config: [], pair: [] };
+  const pairChanged = () => hooks.pair.forEach((f) => f(...pairNow()));
 
   // -- the API ---------------------------------------------------------------------------
 
@@ -84,7 +87,7 @@
   async function api(path, options = {}) {
     const response = await fetch(path, {
       ...options,
-      headers: requestHeaders(Boolean(options.body)),
+      headers: requestHeaders(typeof options.body === "string"),
       cache: "no-store",
     });
     if (!response.ok) throw await errorOf(response);
@@ -141,6 +144,9 @@
     if (error.code === "language_detection_failed") {
       return "The language could not be detected; choose the source language.";
     }
+    if (error.code === "glossary_not_found") return "Glossary not found" + detail;
+    if (error.code === "invalid_glossary") return "Glossary problem" + detail;
+    if (error.code === "limit_reached") return "Limit reached" + detail;
     if (error.code === "unsupported_option") return "Option not supported by this model" + detail;
     if (error.status === 504) return "The translation took too long and was stopped. Try a shorter text.";
     if (error.status === 422) return "The request was refused" + detail;
@@ -220,6 +226,7 @@
   function setPair(source, target) {
     fillSource(state.languages.has(source) ? source : "auto");
     fillTarget(target);
+    pairChanged();
   }
 
   function pairNow() {
@@ -277,6 +284,7 @@
     format.value = config.formats.includes(store.get("format", "text")) ? store.get("format", "text") : config.formats[0] || "";
     $("opt-format").hidden = config.formats.length === 0;
     updateCounter();
+    hooks.config.forEach((f) => f(config));
   }
 
   function applyLanguages(body) {
@@ -310,7 +318,7 @@
     for (const value of Object.values(usage)) if (value && typeof value === "object") Object.assign(flat, value);
     const pick = (...names) => names.map((n) => flat[n]).find((v) => typeof v === "number");
     const limit = pick("character_limit", "characters_limit", "limit", "quota");
-    const used = pick("character_count", "characters_used", "used", "count");
+    const used = pick("character_count", "characters", "characters_used", "used", "count");
     let left = pick("remaining", "characters_remaining", "remaining_characters", "left");
     if (left === undefined && limit !== undefined && used !== undefined) left = limit - used;
     if (left === undefined || left === null) return "";
@@ -360,6 +368,7 @@
       const glossary = glossaryEntries();
       if (glossary.length) body.glossary = glossary;
     }
+    if (!$("opt-stored").hidden && $("stored-glossary").value) body.glossary_id = $("stored-glossary").value;
     if (options.has("context") && $("context").value.trim()) body.context = $("context").value;
     if (options.has("formality") && $("formality").value !== "default") body.formality = $("formality").value;
     if (state.config.formats.length) body.format = $("format").value;
@@ -572,17 +581,25 @@
     });
     $("source").addEventListener("change", () => {
       fillTarget();
+      pairChanged();
       scheduleTranslation();
     });
-    $("target").addEventListener("change", scheduleTranslation);
+    $("target").addEventListener("change", () => {
+      pairChanged();
+      scheduleTranslation();
+    });
     $("source-filter").addEventListener("input", () => {
       if (fillSource()) fillTarget();
+      pairChanged();
       scheduleTranslation();
     });
     $("target-filter").addEventListener("input", () => {
-      if (fillTarget()) scheduleTranslation();
+      if (fillTarget()) {
+        pairChanged();
+        scheduleTranslation();
+      }
     });
-    for (const id of ["formality", "glossary", "context", "format"]) $(id).addEventListener("change", scheduleTranslation);
+    for (const id of ["formality", "glossary", "context", "format", "stored-glossary"]) $(id).addEventListener("change", scheduleTranslation);
     $("format").addEventListener("change", () => store.set("format", $("format").value));
     $("translate").addEventListener("click", translateNow);
     $("clear").addEventListener("click", clearAll);
@@ -595,6 +612,10 @@
     document.addEventListener("keydown", onKey);
   }
 
+  window.MT = {
+    api, handleError, showMessage, languageName, pairNow, glossaryEntries, loadUsage,
+    hooks, scheduleTranslation,
+  };
   bind();
   updateCounter();
   boot();

@@ -1,0 +1,137 @@
+"""Stored glossaries through the real stack: `serve run` with the SQLite store's deployment,
+two replicas of the tiny model on vLLM (CPU), two API keys; the official `deepl` client
+(``Translator``'s v2 glossary API and ``DeepLClient``'s v3 multilingual one) creates, lists,
+reads, uses and deletes glossaries; the native API uses the same ids; each key sees only its
+own. Random weights: the translations are not checked, only that the glossary reached every
+replica (the store) and that errors come in each API's shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import deepl
+import httpx
+import pytest
+
+from serve_app.tools.launcher import derive_config
+from tests.conftest import ROOT
+from tests.e2e.conftest import free_port, serve_cluster
+
+KEY_A, KEY_B = "gloss-key-a", "gloss-key-b"
+TIMEOUT = 180
+
+
+@pytest.fixture(scope="module")
+def url(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port, gcs_port = free_port(), free_port()
+    workdir = tmp_path_factory.mktemp("serve-glossaries")
+    config = derive_config(
+        ROOT / "serve_config.cpu.yaml",
+        top={"http_options": {"port": port}},
+        args={
+            "engine": {"model": str(tiny_model_dir), "max_model_len": 2048},
+            "prompt": {"family": "chat", "sampling": {"temperature": 0.0}},
+            "limits": {
+                "max_input_tokens": 512,
+                "output_tokens_ratio": 0.5,
+                "output_tokens_margin": 4,
+            },
+            "security": {"api_keys_env": "E2E_KEYS"},
+            "store": {
+                "url": f"sqlite:///{workdir}/store.db",
+                "limits": {"max_glossary_entries": 20},
+            },
+        },
+        runtime_env={"env_vars": {"VLLM_CPU_KVCACHE_SPACE": "1", "E2E_KEYS": f"{KEY_A},{KEY_B}"}},
+        deployment={"num_replicas": 2},
+    )
+    with serve_cluster(config, workdir, replicas=2, ray_args=[f"--port={gcs_port}"]) as base:
+        yield base
+
+
+def translator(url: str, key: str = KEY_A) -> deepl.DeepLClient:
+    return deepl.DeepLClient(key, server_url=url)
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def test_deepl_client_glossary_round_trip(url: str) -> None:
+    client = translator(url)
+    pairs = {(p.source_lang, p.target_lang) for p in client.get_glossary_languages()}
+    assert ("en", "de") in pairs
+    entries = {"cart": "Warenkorb", "checkout": "Kasse"}
+    glossary = client.create_glossary("shop", "EN", "DE", entries)
+    assert (glossary.source_lang, glossary.target_lang, glossary.entry_count) == ("EN", "DE", 2)
+    assert glossary.ready
+    from_csv = client.create_glossary_from_csv("csv", "EN", "DE", "big,groß\nsmall,klein\n")
+    assert from_csv.entry_count == 2
+    assert {g.glossary_id for g in client.list_glossaries()} == {
+        glossary.glossary_id,
+        from_csv.glossary_id,
+    }
+    assert client.get_glossary(glossary.glossary_id).name == "shop"
+    assert client.get_glossary_entries(glossary) == entries
+    # Used on both replicas (the store serves every one): several calls spread over them.
+    for _ in range(4):
+        result = client.translate_text(
+            ["Your cart", "checkout"], source_lang="EN", target_lang="DE", glossary=glossary
+        )
+        assert len(result) == 2
+    client.delete_glossary(glossary)
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        client.get_glossary(glossary.glossary_id)
+    with pytest.raises(deepl.DeepLException, match="not found"):
+        client.translate_text("cart", source_lang="EN", target_lang="DE", glossary=glossary)
+
+
+def test_deepl_client_multilingual_glossary(url: str) -> None:
+    client = translator(url)
+    dictionaries = [
+        deepl.MultilingualGlossaryDictionaryEntries("EN", "DE", {"cart": "Warenkorb"}),
+        deepl.MultilingualGlossaryDictionaryEntries("EN", "FR", {"cart": "panier"}),
+    ]
+    glossary = client.create_multilingual_glossary("multi", dictionaries)
+    assert sorted((d.target_lang, d.entry_count) for d in glossary.dictionaries) == [
+        ("DE", 1),
+        ("FR", 1),
+    ]
+    found = client.get_multilingual_glossary_entries(glossary, "EN", "FR")
+    assert found.dictionaries[0].entries == "cart\tpanier"
+    result = client.translate_text("cart", source_lang="EN", target_lang="FR", glossary=glossary)
+    assert isinstance(result.text, str)
+    client.delete_multilingual_glossary(glossary)
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        client.get_multilingual_glossary(glossary.glossary_id)
+
+
+def test_native_api_shares_the_ids_and_keeps_keys_apart(url: str) -> None:
+    body = {
+        "name": "native",
+        "dictionaries": [{"source_lang": "en", "target_lang": "de", "entries": "cart\tWarenkorb"}],
+    }
+    created = httpx.post(f"{url}/glossaries", json=body, headers=bearer(KEY_A), timeout=60)
+    assert created.status_code == 201, created.text
+    gid = created.json()["id"]
+    assert translator(url).get_glossary(gid).entry_count == 1  # the same store behind both APIs
+    item = {"text": "my cart", "source_lang": "en", "target_lang": "de", "glossary_id": gid}
+    ok = httpx.post(f"{url}/translate", json=item, headers=bearer(KEY_A), timeout=TIMEOUT)
+    assert ok.status_code == 200, ok.text
+    libre = {"q": "my cart", "source": "en", "target": "de", "glossary_id": gid, "api_key": KEY_A}
+    assert httpx.post(f"{url}/libretranslate/translate", json=libre, timeout=TIMEOUT).is_success
+    # Another key: nothing to see, and its requests naming the id are 404 in each shape.
+    assert translator(url, KEY_B).list_glossaries() == []
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        translator(url, KEY_B).get_glossary(gid)
+    other = httpx.post(f"{url}/translate", json=item, headers=bearer(KEY_B), timeout=60)
+    assert (other.status_code, other.json()["error"]["code"]) == (404, "glossary_not_found")
+    too_big = {**body, "dictionaries": [{**body["dictionaries"][0],
+               "entries": "\n".join(f"t{i}\tu{i}" for i in range(21))}]}  # fmt: skip
+    refused = httpx.post(f"{url}/glossaries", json=too_big, headers=bearer(KEY_A), timeout=60)
+    assert refused.status_code == 413
+    with pytest.raises(deepl.DeepLException, match="at most 20"):
+        translator(url).create_glossary("big", "EN", "DE", {f"t{i}": "u" for i in range(21)})
+    deleted = httpx.delete(f"{url}/glossaries/{gid}", headers=bearer(KEY_A), timeout=60)
+    assert deleted.status_code == 204
