@@ -352,4 +352,6 @@ def test_stored_glossary_is_saved_picked_and_sent(browser: Any, url: str) -> Non
         assert page.locator("#message").is_hidden()
         page.select_option("#target", "fr")  # no glossary of the key for en->fr
         assert page.locator("#stored-glossary option").count() == 1
+        page.select_option("#target", "de")  # back: the picked one again
+        assert page.input_value("#stored-glossary") == picked
         assert serious_violations(page) == []

@@ -8,7 +8,7 @@
   const $ = (id) => document.getElementById(id);
   const MT = window.MT;
   const POLL_MS = 1000;
-  const glossaries = { all: [], on: false };
+  const glossaries = { all: [], on: false, picked: "" };
 
   // -- tabs --------------------------------------------------------------------------------
 
@@ -20,6 +20,8 @@
       button.tabIndex = on ? 0 : -1;
       $(tab + "-panel").hidden = !on;
     }
+    // The options (glossary, context) are the text's; the pickers serve both tabs.
+    document.body.classList.toggle("files-tab", name === "files");
   }
 
   function onTabKey(event) {
@@ -141,7 +143,6 @@
     if (!glossaries.on) return;
     const [source, target] = MT.pairNow();
     const select = $("stored-glossary");
-    const kept = select.value;
     select.replaceChildren(new Option("None", ""));
     const hint = $("stored-hint");
     if (source === "auto") {
@@ -152,10 +153,11 @@
     const usable = glossaries.all.filter((g) => servesPair(g, source, target));
     for (const g of usable) select.add(new Option(g.name + " (" + g.entry_count + " terms)", g.id));
     select.disabled = usable.length === 0;
-    if (usable.some((g) => g.id === kept)) select.value = kept;
+    if (usable.some((g) => g.id === glossaries.picked)) select.value = glossaries.picked;
+    const count = usable.length === 1 ? "1 stored glossary" : usable.length + " stored glossaries";
     hint.textContent = usable.length
-      ? usable.length + " glossary(ies) of your key for this pair."
-      : "Your key has no glossary for this pair.";
+      ? count + " of your key for this pair."
+      : "Your key has no stored glossary for this pair.";
   }
 
   async function loadGlossaries() {
@@ -187,7 +189,8 @@
       $("glossary-name").value = "";
       $("glossary").value = "";
       await loadGlossaries();
-      $("stored-glossary").value = created.id;
+      glossaries.picked = created.id;
+      showGlossaries();
       MT.showMessage("Glossary \u201c" + created.name + "\u201d saved.", "info");
       MT.scheduleTranslation();
     } catch (error) {
@@ -217,5 +220,6 @@
   $("tab-files").addEventListener("click", () => selectTab("files"));
   $("tabs").addEventListener("keydown", onTabKey);
   $("save-glossary").addEventListener("click", saveGlossary);
+  $("stored-glossary").addEventListener("change", (event) => { glossaries.picked = event.target.value; });
   bindDrop();
 })();
