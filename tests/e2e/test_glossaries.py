@@ -13,6 +13,7 @@ from pathlib import Path
 import deepl
 import httpx
 import pytest
+from deepl.api_data import MultilingualGlossaryDictionaryEntries
 
 from serve_app.tools.launcher import derive_config
 from tests.conftest import ROOT
@@ -90,8 +91,8 @@ def test_deepl_client_glossary_round_trip(url: str) -> None:
 def test_deepl_client_multilingual_glossary(url: str) -> None:
     client = translator(url)
     dictionaries = [
-        deepl.MultilingualGlossaryDictionaryEntries("EN", "DE", {"cart": "Warenkorb"}),
-        deepl.MultilingualGlossaryDictionaryEntries("EN", "FR", {"cart": "panier"}),
+        MultilingualGlossaryDictionaryEntries("EN", "DE", {"cart": "Warenkorb"}),
+        MultilingualGlossaryDictionaryEntries("EN", "FR", {"cart": "panier"}),
     ]
     glossary = client.create_multilingual_glossary("multi", dictionaries)
     assert sorted((d.target_lang, d.entry_count) for d in glossary.dictionaries) == [
