@@ -229,7 +229,7 @@ def test_keyboard_clear_copy_and_focus_order(browser: Any, url: str) -> None:
     ):
         ready(page, url)
         order = []
-        for _ in range(12):
+        for _ in range(16):
             page.keyboard.press("Tab")
             order.append(
                 page.evaluate("() => document.activeElement.id || document.activeElement.tagName")
