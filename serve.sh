@@ -27,5 +27,7 @@ else
 fi
 
 python -m serve_app.tools.launcher preflight "$config"
+# Ray Serve's settings of the config (RAY_SERVE_*), for Ray's proxy and controller too.
+eval "$(python -m serve_app.tools.launcher ray-env "$config")"
 echo "[serve] serve run $config" >&2
 exec serve run "$config"

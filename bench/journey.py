@@ -145,8 +145,10 @@ def _brief(result: dict[str, Any]) -> dict[str, Any]:
         "requests",
         "errors_by_status",
         "output_tokens_per_s",
+        "ttft_p50_s",
+        "ttft_p95_s",
     )
-    return {k: result[k] for k in keys}
+    return {k: result.get(k) for k in keys}
 
 
 def _ratios(per_round: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
@@ -159,7 +161,14 @@ def _ratios(per_round: list[dict[str, Any]], names: list[str]) -> dict[str, Any]
             "rps_ratio_min": round(min(rps), 3) if rps else None,
             "rps_ratio_max": round(max(rps), 3) if rps else None,
             "p95_ratio_median": round(statistics.median(p95), 3) if p95 else None,
+            "p95_ratio_min": round(min(p95), 3) if p95 else None,
+            "p95_ratio_max": round(max(p95), 3) if p95 else None,
         }
+        for key in ("ttft_p50_s", "ttft_p95_s"):
+            ttft = [r[first][key] / r[other][key] for r in per_round if r[other].get(key)]
+            if ttft:
+                ratio = round(statistics.median(ttft), 3)
+                out[f"{first}/{other}"][f"{key[:-2]}_ratio_median"] = ratio
     return out
 
 
@@ -237,6 +246,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, default=25)
     p.add_argument("--head-to-head", default="", help="A,B[,C]: alternate these, A first")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--stream", action="store_true", help="head-to-head streams: TTFT p50/p95")
     p.add_argument("--replicas", type=int, default=1, help="replicas of ray_serve")
     p.add_argument("--ray-serve-llm-pythonpath", help="a Ray whose serve.llm fits this vLLM")
     p.add_argument("--seed", type=int, default=0)
@@ -261,6 +271,7 @@ def context(ns: argparse.Namespace) -> BenchContext:
         device=device,
         replicas=ns.replicas,
         ray_serve_llm_pythonpath=ns.ray_serve_llm_pythonpath,
+        stream=ns.stream,
     )
 
 

@@ -181,7 +181,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, help="open loop: Poisson arrivals per second")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--retries", type=int, default=0, help="retries of retryable answers")
-    p.add_argument("--stream", action="store_true", help="openai API: stream, measure TTFT")
+    p.add_argument("--stream", action="store_true", help="stream (/translate/stream), measure TTFT")
     p.add_argument("--out", help="folder for results.json / .md / .png")
     p.add_argument("--no-progress", action="store_true")
     return p
@@ -196,7 +196,7 @@ async def _main(ns: argparse.Namespace) -> dict[str, Any]:
         prompt = PromptConfig(family="chat")
         target = OpenAITarget(ns.api, ns.url, ns.model, prompt, retry=retry, stream=ns.stream)
     else:
-        target = NativeTarget(ns.api, ns.url, retry=retry)
+        target = NativeTarget(ns.api, ns.url, retry=retry, stream=ns.stream)
     try:
         result = await run(
             target,

@@ -39,7 +39,7 @@ from bench.baselines.ray_serve_llm import READY as RAY_SERVE_LLM_READY
 from bench.targets import EngineTarget, NativeTarget, OpenAITarget, Target
 from bench.workloads import Item
 from serve_app.core.config import AppConfig
-from serve_app.tools.launcher import derive_config, load_serve_config, merge_config
+from serve_app.tools.launcher import derive_config, load_serve_config, merge_config, ray_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,6 +69,7 @@ class BenchContext:
     start_timeout_s: float = 900
     probe_timeout_s: float = 180
     ray_serve_llm_pythonpath: str | None = None  # e.g. Ray 2.58 on the GPU machine
+    stream: bool = False  # stream every request (TTFT); the journey's runs do not
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
     def config_json(self) -> Path:
@@ -207,7 +208,7 @@ def _baseline_cmd(ctx: BenchContext, engine: str, port: int, workers: int = 1) -
     ]
 
 
-def _ray_serve_cmd(ctx: BenchContext, port: int) -> list[str]:
+def _ray_serve_cmd(ctx: BenchContext, port: int) -> tuple[list[str], dict[str, str]]:
     base = load_serve_config(ctx.serve_config)["applications"][0]["deployments"][0]
     n = ctx.replicas
     if "autoscaling_config" in base:
@@ -226,7 +227,9 @@ def _ray_serve_cmd(ctx: BenchContext, port: int) -> list[str]:
     path = ctx.workdir / "serve_config.bench.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     # The console script `serve` may be absent (the GPU bundles carry none): call its module.
-    return [sys.executable, "-c", "from ray.serve.scripts import cli; cli()", "run", str(path)]
+    cmd = [sys.executable, "-c", "from ray.serve.scripts import cli; cli()", "run", str(path)]
+    # The config's Ray Serve settings reach Ray's proxy and controller too, as serve.sh does.
+    return cmd, {**ctx.env, **ray_env(config)}
 
 
 def vllm_serve_args(engine_kwargs: dict[str, Any]) -> list[str]:
@@ -287,7 +290,7 @@ def _start_process(ctx: BenchContext, name: str, port: int) -> tuple[Process, st
         cmd = _baseline_cmd(ctx, engine.get(name, "asyncllm"), port, workers)
         return spawn(ctx, name, cmd), f"{url}/readyz", "native"
     if name == "ray_serve":
-        process = spawn(ctx, name, _ray_serve_cmd(ctx, port))
+        process = spawn(ctx, name, *_ray_serve_cmd(ctx, port))
         process.ray = True
         return process, f"{url}/readyz", "native"
     if name == "vllm_serve":
@@ -334,9 +337,9 @@ async def started(ctx: BenchContext, name: str, items: list[Item]) -> AsyncItera
         await wait_ready(process, ready_url, ctx.start_timeout_s, marker)
         url = f"http://127.0.0.1:{port}"
         if api == "openai":
-            target = OpenAITarget(name, url, "bench", ctx.config.prompt)
+            target = OpenAITarget(name, url, "bench", ctx.config.prompt, stream=ctx.stream)
         else:
-            target = NativeTarget(name, url)
+            target = NativeTarget(name, url, stream=ctx.stream)
         if items:
             await probe(target, process, items[0], ctx.probe_timeout_s)
         yield target

@@ -1,7 +1,8 @@
 """What the load generator sends requests to: one adapter per kind of API.
 
 - ``NativeTarget``: this project's ``POST /translate`` (and the journey's baselines, which
-  speak the same API), through the project's own retrying client.
+  speak the same API), through the project's own retrying client; with ``stream``, its
+  ``POST /translate/stream`` (server-sent events), timing the first ``delta`` with text.
 - ``OpenAITarget``: an OpenAI-compatible server (``vllm serve``, Ray Serve LLM), asked with the
   very chat messages our prompt family builds and the same forced output length.
 - ``EngineTarget``: vLLM's ``AsyncLLM`` in this process, prompts tokenized beforehand: no HTTP,
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -66,20 +68,83 @@ class _HttpTarget:
             tokens = (int(u.get(usage[0], 0)), int(u.get(usage[1], 0)))
         return Sample(start, outcome.latency_s, outcome.status, *tokens, outcome.attempts)
 
+    async def _stream_sse(self, path: str, body: dict[str, Any], events: _EventReader) -> Sample:
+        """One streamed request: ``events`` reads each ``(event name, data)`` and keeps the
+        time to first token and the usage; no retries (a stream is not replayed)."""
+        start = time.perf_counter()
+        name = "message"
+        try:
+            async with self.client.http.stream("POST", path, json=body) as r:
+                if r.status_code != 200:
+                    await r.aread()
+                    return Sample(start, time.perf_counter() - start, r.status_code)
+                async for line in r.aiter_lines():
+                    if line.startswith("event: "):
+                        name = line[7:]
+                    elif line.startswith("data: ") and line != "data: [DONE]":
+                        events.read(name, json.loads(line[6:]), time.perf_counter() - start)
+                        name = "message"
+        except httpx.HTTPError:
+            return Sample(start, time.perf_counter() - start, None)
+        status = 500 if events.failed else 200
+        n_in, n_out = events.usage
+        return Sample(start, time.perf_counter() - start, status, n_in, n_out, ttft_s=events.ttft)
+
+
+class _EventReader:
+    """What a stream told: time to its first text, its usage, whether it ended in an error."""
+
+    def __init__(
+        self, has_text: Callable[[str, dict[str, Any]], bool], usage_keys: tuple[str, str]
+    ) -> None:
+        self.has_text = has_text
+        self.usage_keys = usage_keys
+        self.ttft: float | None = None
+        self.usage = (0, 0)
+        self.failed = False
+
+    def read(self, name: str, data: dict[str, Any], elapsed_s: float) -> None:
+        if name == "error":
+            self.failed = True
+        if self.ttft is None and self.has_text(name, data):
+            self.ttft = elapsed_s
+        usage = data.get("usage")
+        if usage:
+            n_in, n_out = (int(usage.get(k, 0)) for k in self.usage_keys)
+            self.usage = (n_in, n_out)
+
+
+def _native_text(name: str, data: dict[str, Any]) -> bool:
+    return name == "delta" and bool(data.get("text"))
+
+
+def _openai_text(name: str, data: dict[str, Any]) -> bool:
+    return any(c.get("delta", {}).get("content") for c in data.get("choices") or [])
+
 
 class NativeTarget(_HttpTarget):
     """This project's API (and the baselines of the journey, which copy it)."""
 
     def __init__(
-        self, name: str, url: str, retry: RetryPolicy = NO_RETRY, timeout_s: float = 600
+        self,
+        name: str,
+        url: str,
+        retry: RetryPolicy = NO_RETRY,
+        timeout_s: float = 600,
+        stream: bool = False,
     ) -> None:
         super().__init__(name, url, retry, timeout_s)
+        self.stream = stream
 
     async def send(self, item: Item) -> Sample:
         body = {"text": item.text, "source_lang": item.source_lang, "target_lang": item.target_lang}
         if item.format != "text":
             body["format"] = item.format
-        return await self._post("/translate", body, ("input_tokens", "output_tokens"))
+        usage = ("input_tokens", "output_tokens")
+        if self.stream:
+            reader = _EventReader(_native_text, usage)
+            return await self._stream_sse("/translate/stream", body, reader)
+        return await self._post("/translate", body, usage)
 
 
 class OpenAITarget(_HttpTarget):
@@ -127,27 +192,8 @@ class OpenAITarget(_HttpTarget):
     async def _stream(self, item: Item) -> Sample:
         """Server-sent events: time to the first content chunk, usage from the last one."""
         body = {**self.body(item), "stream": True, "stream_options": {"include_usage": True}}
-        start = time.perf_counter()
-        ttft: float | None = None
-        usage: dict[str, int] = {}
-        try:
-            async with self.client.http.stream("POST", "/v1/chat/completions", json=body) as r:
-                if r.status_code != 200:
-                    await r.aread()
-                    return Sample(start, time.perf_counter() - start, r.status_code)
-                async for line in r.aiter_lines():
-                    if not line.startswith("data: ") or line == "data: [DONE]":
-                        continue
-                    chunk = json.loads(line[6:])
-                    if ttft is None and any(
-                        c.get("delta", {}).get("content") for c in chunk["choices"]
-                    ):
-                        ttft = time.perf_counter() - start
-                    usage = chunk.get("usage") or usage
-        except httpx.HTTPError:
-            return Sample(start, time.perf_counter() - start, None)
-        n_in, n_out = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
-        return Sample(start, time.perf_counter() - start, 200, n_in, n_out, ttft_s=ttft)
+        reader = _EventReader(_openai_text, ("prompt_tokens", "completion_tokens"))
+        return await self._stream_sse("/v1/chat/completions", body, reader)
 
 
 class EngineTarget:

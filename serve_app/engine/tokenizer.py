@@ -3,6 +3,10 @@ and texts made safe to place in a prompt (special tokens escaped).
 
 It is the engine's tokenizer (vLLM's, or any Hugging Face tokenizer in the seeds' engines),
 shared so that prompt encoding and token counting are done one way everywhere.
+
+Encoding and counting call the Rust ``tokenizers`` backend of a fast tokenizer directly when
+there is one: the same ids, without the Python layers of ``transformers`` around each call
+(about a sixth of a replica's CPU per request went to tokenizing through them).
 """
 
 from __future__ import annotations
@@ -21,6 +25,12 @@ class PromptTokenizer:
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
         self._special = special_token_escaper(special_tokens(tokenizer))
+        self._backend = rust_backend(tokenizer)
+
+    def _ids(self, text: str, add_special_tokens: bool) -> list[int]:
+        if self._backend is not None:
+            return list(self._backend.encode(text, add_special_tokens=add_special_tokens).ids)
+        return list(self.tokenizer.encode(text, add_special_tokens=add_special_tokens))
 
     def encode(self, prompt: Prompt) -> list[int]:
         tok = self.tokenizer
@@ -32,15 +42,23 @@ class PromptTokenizer:
                 **prompt.template_kwargs,
             )
             # The template already holds any BOS the model expects.
-            return list(tok.encode(text, add_special_tokens=False))
-        return list(tok.encode(prompt.text, add_special_tokens=prompt.add_special_tokens))
+            return self._ids(text, add_special_tokens=False)
+        return self._ids(prompt.text, add_special_tokens=prompt.add_special_tokens)
 
     def count_tokens(self, text: str) -> int:
+        if self._backend is not None:
+            return len(self._backend.encode(text, add_special_tokens=False))
         return len(self.tokenizer.encode(text, add_special_tokens=False))
 
     def as_data(self, text: str) -> str:
         """The text with the tokenizer's special tokens escaped (``escape_special_tokens``)."""
         return escape_special_tokens(text, self._special)
+
+
+def rust_backend(tokenizer: Any) -> Any | None:
+    """The ``tokenizers.Tokenizer`` under a fast Hugging Face tokenizer, or None (slow ones)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    return backend if callable(getattr(backend, "encode", None)) else None
 
 
 def special_tokens(tokenizer: Any) -> list[str]:

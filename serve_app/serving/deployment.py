@@ -73,13 +73,16 @@ class TranslatorDeployment:
         # (its log file, JSON encoding, request ids); vLLM's loggers then use Ray's.
         os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
         self.store = await self._open_store(config, store_handle)
-        self.service = TranslationService(config, engine_cls(config.engine), RayServeMetrics())
+        metrics = RayServeMetrics()
+        self.service = TranslationService(config, engine_cls(config.engine), metrics)
         try:
             await self.service.start()
         except BaseException:
             self.service.shutdown()
             raise
-        self._watchdog = asyncio.get_running_loop().create_task(exit_when_engine_dies(self.service))
+        loop = asyncio.get_running_loop()
+        self._watchdog = loop.create_task(exit_when_engine_dies(self.service))
+        self._metrics_flusher = loop.create_task(metrics.flush_periodically())
         self.documents = self._start_documents(config)
         logger.info("translator replica ready (model %s)", config.served_model_name)
 

@@ -6,10 +6,19 @@ agent on the node, which serves them on its Prometheus endpoint (``ray start
 ``deployment`` and ``replica`` tags Ray adds: the endpoint the Ray dashboard's Grafana reads.
 Ray prefixes names with ``ray_`` and appends ``_total`` to counters. Outside Ray (unit tests)
 nothing is recorded.
+
+Each Ray metric call costs tens of microseconds (tag checks, the replica's tags merged in, a
+call into Ray's core), about ten per request: so requests record into a ``MetricBuffer`` (a
+dictionary update), and a timer on the replica's loop hands the sums to Ray once a second
+(``flush_periodically``). Counters are summed per tag set, the gauge keeps its last value,
+histogram observations are replayed. Prometheus scrapes every few seconds: nothing is lost.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections import defaultdict
 from typing import Any
 
 from serve_app.core.metrics import Pair
@@ -32,20 +41,74 @@ LATENCY_BUCKETS: list[float] = [
     300,
 ]
 BATCH_BUCKETS: list[float] = [1, 2, 4, 8, 16, 32, 64, 128]
+FLUSH_PERIOD_S = 1.0
+# Observations kept at most between flushes (the timer flushes long before, at ~100 RPS).
+MAX_PENDING = 10_000
+
+logger = logging.getLogger("ray.serve.translator")
+Tags = tuple[tuple[str, str], ...]
+
+
+class MetricBuffer:
+    """Records kept in memory until ``flush`` hands them to the metric objects in one go."""
+
+    def __init__(self) -> None:
+        self.counts: defaultdict[tuple[Any, Tags], float] = defaultdict(float)
+        self.observations: list[tuple[Any, float, Tags]] = []
+        self.gauges: dict[Any, float] = {}
+
+    def inc(self, metric: Any, value: float = 1, tags: dict[str, str] | None = None) -> None:
+        self.counts[metric, tuple(tags.items()) if tags else ()] += value
+
+    def observe(self, metric: Any, value: float, tags: dict[str, str] | None = None) -> None:
+        self.observations.append((metric, value, tuple(tags.items()) if tags else ()))
+        if len(self.observations) > MAX_PENDING:
+            self.flush()
+
+    def set(self, metric: Any, value: float) -> None:
+        self.gauges[metric] = value
+
+    def flush(self) -> None:
+        counts, self.counts = self.counts, defaultdict(float)
+        observations, self.observations = self.observations, []
+        gauges, self.gauges = self.gauges, {}
+        for (metric, tags), value in counts.items():
+            metric.inc(value, tags=dict(tags) or None)
+        for metric, value, tags in observations:
+            metric.observe(value, tags=dict(tags) or None)
+        for metric, value in gauges.items():
+            metric.set(value)
+
+    async def flush_periodically(self, period_s: float = FLUSH_PERIOD_S) -> None:
+        """Flushes every ``period_s`` until cancelled, then once more."""
+        try:
+            while True:
+                await asyncio.sleep(period_s)
+                self._flush_logged()
+        finally:
+            self._flush_logged()
+
+    def _flush_logged(self) -> None:
+        try:
+            self.flush()
+        except Exception:  # a metrics failure must never stop the replica
+            logger.exception("could not export the service's metrics")
 
 
 class RayServeMetrics:
     """The service's metrics as Ray Serve metrics (names below, before Ray's prefixes)."""
 
-    def __init__(self) -> None:
-        from ray.serve import metrics as m
-
+    def __init__(self, metrics_module: Any = None) -> None:
+        """``metrics_module``: ``ray.serve.metrics`` unless given (tests)."""
+        if metrics_module is None:
+            from ray.serve import metrics as metrics_module
+        m = metrics_module
+        self.buffer = MetricBuffer()
         pair_keys = ("source_lang", "target_lang")
         self._requests = m.Counter(
             "translator_requests",
             description="HTTP requests by endpoint, language pair and status.",
-            # Ray annotates tag_keys as Tuple[str] (one element) but takes any number.
-            tag_keys=("endpoint", "status", *pair_keys),  # type: ignore[arg-type]
+            tag_keys=("endpoint", "status", *pair_keys),
         )
         self._duration = m.Histogram(
             "translator_request_duration_seconds",
@@ -93,9 +156,10 @@ class RayServeMetrics:
         return m.Counter(name, description=description, tag_keys=keys)
 
     def request(self, endpoint: str, status: int, pair: Pair, seconds: float) -> None:
+        b = self.buffer
         tags = {"endpoint": endpoint, "status": str(status)}
-        self._requests.inc(tags={**tags, "source_lang": pair[0], "target_lang": pair[1]})
-        self._duration.observe(seconds, tags={"endpoint": endpoint})
+        b.inc(self._requests, 1, {**tags, "source_lang": pair[0], "target_lang": pair[1]})
+        b.observe(self._duration, seconds, {"endpoint": endpoint})
 
     def translation(
         self,
@@ -106,27 +170,32 @@ class RayServeMetrics:
         queue_s: float | None,
         ttft_s: float | None,
     ) -> None:
+        b = self.buffer
         tags = {"source_lang": pair[0], "target_lang": pair[1]}
-        self._texts.inc(tags=tags)
-        self._chars.inc(characters, tags=tags)
-        self._input.inc(input_tokens, tags=tags)
-        self._output.inc(output_tokens, tags=tags)
+        b.inc(self._texts, 1, tags)
+        b.inc(self._chars, characters, tags)
+        b.inc(self._input, input_tokens, tags)
+        b.inc(self._output, output_tokens, tags)
         if queue_s is not None:
-            self._queue.observe(queue_s)
+            b.observe(self._queue, queue_s)
         if ttft_s is not None:
-            self._ttft.observe(ttft_s)
+            b.observe(self._ttft, ttft_s)
 
     def batch(self, size: int) -> None:
-        self._batch.observe(size)
+        self.buffer.observe(self._batch, size)
 
     def rejected(self, reason: str) -> None:
-        self._rejected.inc(tags={"reason": reason})
+        self.buffer.inc(self._rejected, 1, {"reason": reason})
 
     def load(self, in_flight: int) -> None:
-        self._in_flight.set(in_flight)
+        self.buffer.set(self._in_flight, in_flight)
 
     def cache(self, hit: bool) -> None:
-        self._cache.inc(tags={"result": "hit" if hit else "miss"})
+        self.buffer.inc(self._cache, 1, {"result": "hit" if hit else "miss"})
+
+    async def flush_periodically(self, period_s: float = FLUSH_PERIOD_S) -> None:
+        """Hands the buffered records to Ray every ``period_s`` (a task on the replica's loop)."""
+        await self.buffer.flush_periodically(period_s)
 
 
 class RayDocumentMetrics:

@@ -4,8 +4,12 @@
 the Hugging Face hub, and otherwise exits with a message that names the model and says how to
 use a local copy, instead of replicas failing to start in a loop. ``demo-config OUT`` builds
 the tiny offline model and writes a config serving it, printing only its path on stdout (a
-shell captures it; all else goes to stderr). ``derive_config`` (used by the demo and the
-tests) loads a serve config and lays overrides over it.
+shell captures it; all else goes to stderr). ``ray-env CONFIG`` prints the Ray Serve settings
+of the config's first application (its ``runtime_env.env_vars`` named ``RAY_SERVE_*``) as
+``export`` lines: the runtime env reaches only the replicas, and Ray's proxy and controller
+read the same variables when they start, so ``serve.sh`` exports them before ``serve run``.
+``derive_config`` (used by the demo and the tests) loads a serve config and lays overrides
+over it.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import argparse
 import contextlib
 import copy
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,6 +108,12 @@ def derive_config(
     return config
 
 
+def ray_env(config: dict[str, Any]) -> dict[str, str]:
+    """The ``RAY_SERVE_*`` variables of the first application's runtime env."""
+    env_vars = (config["applications"][0].get("runtime_env") or {}).get("env_vars") or {}
+    return {k: str(v) for k, v in env_vars.items() if k.startswith("RAY_SERVE_")}
+
+
 @contextlib.contextmanager
 def stdout_to_stderr() -> Iterator[None]:
     """Sends everything written to stdout meanwhile to stderr, at the file-descriptor level.
@@ -150,9 +161,14 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("preflight", help="check the config's models").add_argument("config")
     demo = sub.add_parser("demo-config", help="build the tiny model and write its config")
     demo.add_argument("out")
+    sub.add_parser("ray-env", help="print the config's RAY_SERVE_* exports").add_argument("config")
     ns = parser.parse_args(argv)
     if ns.command == "preflight":
         return preflight(ns.config)
+    if ns.command == "ray-env":
+        for key, value in ray_env(load_serve_config(ns.config)).items():
+            print(f"export {key}={shlex.quote(value)}")
+        return 0
     with stdout_to_stderr():
         path = write_demo_config(ns.out)
     print(path)  # the only line on stdout: serve.sh captures it

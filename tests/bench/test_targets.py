@@ -1,0 +1,60 @@
+"""The load generator's streaming targets read server-sent events (no server: a mock transport)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+
+from bench.targets import NativeTarget, Sample
+from bench.workloads import Item
+
+
+def _events(*events: tuple[str, dict]) -> bytes:
+    return b"".join(f"event: {n}\ndata: {json.dumps(d)}\n\n".encode() for n, d in events)
+
+
+def _send(body: bytes, status: int = 200) -> Sample:
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/translate/stream"
+        return httpx.Response(status, content=body, headers={"content-type": "text/event-stream"})
+
+    async def go() -> Sample:
+        target = NativeTarget("native", "http://test", stream=True)
+        target.client._http = httpx.AsyncClient(
+            transport=httpx.MockTransport(handler), base_url="http://test"
+        )
+        try:
+            item = Item("Hello", "en", "de", 2, 3)
+            return await target.send(item)
+        finally:
+            await target.aclose()
+
+    return asyncio.run(go())
+
+
+def test_a_native_stream_gives_ttft_and_usage() -> None:
+    sample = _send(
+        _events(
+            ("start", {"id": "r1"}),
+            ("delta", {"text": "", "segment": 0}),
+            ("delta", {"text": "Hallo", "segment": 0}),
+            ("done", {"translation": "Hallo", "usage": {"input_tokens": 9, "output_tokens": 3}}),
+        )
+    )
+    assert sample.ok
+    assert sample.ttft_s is not None
+    assert 0 < sample.ttft_s <= sample.latency_s
+    assert (sample.input_tokens, sample.output_tokens) == (9, 3)
+
+
+def test_an_error_event_fails_the_request() -> None:
+    body = _events(("start", {}), ("error", {"error": {"code": "x", "message": "y"}}))
+    sample = _send(body)
+    assert sample.status == 500
+    assert sample.ttft_s is None
+
+
+def test_a_refused_stream_keeps_its_status() -> None:
+    assert _send(b'{"error": {}}', status=503).status == 503
