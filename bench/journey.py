@@ -25,6 +25,7 @@ import signal
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -97,9 +98,11 @@ async def head_to_head(
     rounds: list[list[Item]],
     concurrency: int,
     warmup: list[Item],
+    checkpoint: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Systems up at once, alternated A B, B A, A B...; per-round ratios of the first to the
-    others. Each round sends texts no system has seen (no prefix-cache hits across rounds)."""
+    others. Each round sends texts no system has seen (no prefix-cache hits across rounds).
+    ``checkpoint`` gets the results so far after each round (a run cut short keeps them)."""
     everything = warmup + [item for items in rounds for item in items]
     async with AsyncExitStack() as stack:
         targets = [await stack.enter_async_context(started(ctx, n, everything)) for n in names]
@@ -110,10 +113,18 @@ async def head_to_head(
             order = targets if r % 2 == 0 else list(reversed(targets))
             results = {t.name: await run(t, items, concurrency=concurrency) for t in order}
             per_round.append({n: _brief(results[n]) for n in names})
+            if checkpoint is not None:
+                checkpoint(_h2h(names, concurrency, rounds, per_round))
             print(
                 f"  round {r + 1}: " + "  ".join(f"{n} {results[n]['rps']:.2f} RPS" for n in names),
                 flush=True,
             )
+    return _h2h(names, concurrency, rounds, per_round)
+
+
+def _h2h(
+    names: list[str], concurrency: int, rounds: list[list[Item]], per_round: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {
         "systems": names,
         "concurrency": concurrency,
@@ -311,7 +322,14 @@ async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
             for r in range(ns.rounds)
         ]
         names = ns.head_to_head.split(",")
-        results["head_to_head"] = await head_to_head(ctx, names, rounds, ns.concurrency, warmup)
+        results["head_to_head"] = await head_to_head(
+            ctx,
+            names,
+            rounds,
+            ns.concurrency,
+            warmup,
+            lambda h2h: write(ns.out, {**results, "head_to_head": h2h}),
+        )
     return results
 
 

@@ -23,6 +23,7 @@ from bench.workloads import Item
 from serve_app.client import NO_RETRY, RetryPolicy, TranslationClient
 from serve_app.core.config import AppConfig, PromptConfig
 from serve_app.translation.families import ChatPrompt, make_prompt_family
+from serve_app.translation.families.base import effective_sampling
 from serve_app.translation.languages import LanguageRegistry
 
 
@@ -165,6 +166,11 @@ class OpenAITarget(_HttpTarget):
         self.stream = stream
         self.family = make_prompt_family(prompt)
         self.languages = LanguageRegistry(list(self.family.languages), None)
+        # The same decoding as this project's requests (the family's sampling, the config's
+        # values over it): top-k/top-p sampling costs GPU time that greedy decoding does not.
+        sampling = effective_sampling(self.family, prompt.sampling)
+        keys = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty")
+        self.sampling = {k: v for k in keys if (v := getattr(sampling, k)) is not None}
 
     def body(self, item: Item) -> dict[str, Any]:
         source, target = self.languages.resolve_pair(item.source_lang, item.target_lang)
@@ -179,7 +185,8 @@ class OpenAITarget(_HttpTarget):
             "max_tokens": n,
             "min_tokens": n,
             "ignore_eos": True,
-            "temperature": 0.0,
+            "temperature": 0.0,  # greedy unless the family's sampling says otherwise
+            **self.sampling,
         }
 
     async def send(self, item: Item) -> Sample:

@@ -58,3 +58,20 @@ def test_an_error_event_fails_the_request() -> None:
 
 def test_a_refused_stream_keeps_its_status() -> None:
     assert _send(b'{"error": {}}', status=503).status == 503
+
+
+def test_the_openai_peer_is_asked_this_projects_sampling() -> None:
+    from bench.targets import OpenAITarget
+    from serve_app.core.config import PromptConfig
+
+    target = OpenAITarget("vllm_serve", "http://test", "bench", PromptConfig(family="chat"))
+    body = target.body(Item("Hello", "en", "de", 2, 3))
+    # the chat family's decoding (Qwen3's card), not greedy
+    assert (body["temperature"], body["top_p"], body["top_k"]) == (0.7, 0.8, 20)
+    assert (body["max_tokens"], body["min_tokens"], body["ignore_eos"]) == (3, 3, True)
+    greedy = PromptConfig(family="chat", sampling={"temperature": 0.0})
+    assert (
+        OpenAITarget("v", "http://t", "b", greedy).body(Item("Hi", "en", "de", 1, 1))["temperature"]
+        == 0.0
+    )
+    asyncio.run(target.aclose())

@@ -105,3 +105,22 @@ def test_commands_a_shell_captures_print_only_their_value(
     value = Path(args[-1]).resolve()
     assert done.stdout == f"{value}\n"
     assert value.exists()
+
+
+def test_ray_env_exports_only_the_ray_serve_settings(tmp_path: Path) -> None:
+    from serve_app.tools.launcher import derive_config, main, ray_env
+
+    config = derive_config(
+        ROOT / "serve_config.cpu.yaml",
+        runtime_env={"env_vars": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "OTHER": "x"}},
+    )
+    assert ray_env(config) == {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["ray-env", str(path)]) == 0
+
+
+def test_the_production_config_leaves_ray_serve_at_its_defaults() -> None:
+    from serve_app.tools.launcher import load_serve_config, ray_env
+
+    assert ray_env(load_serve_config(ROOT / "serve_config.yaml")) == {}
