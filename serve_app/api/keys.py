@@ -34,12 +34,14 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from serve_app.api.security import (
+    BodyLimits,
     _parameter_key,
     _presented_key,
     _refuse,
     _replay,
     body_too_large,
     is_open,
+    open_prefixes,
     read_bounded,
 )
 from serve_app.core.context import current_key
@@ -107,16 +109,19 @@ class KeyMiddleware:
         resolver: KeyResolver,
         store: Store | None,
         body_key_prefix: str | None = None,
-        max_body_bytes: int = 1 << 20,
+        limits: BodyLimits | None = None,
     ) -> None:
         self.app = app
         self.resolver = resolver
         self.store = store
         self.body_key_prefix = body_key_prefix
-        self.max_body_bytes = max_body_bytes
+        # A key sent in the body is looked for within the path's own limit: an upload
+        # route's (``/translate_file``) is the documents' limit, not the JSON routes'.
+        self.limits = limits or BodyLimits(1 << 20)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or is_open(scope.get("path", "")):
+        path = scope.get("path", "")
+        if scope["type"] != "http" or is_open(path, open_prefixes(self.body_key_prefix)):
             await self.app(scope, receive, send)
             return
         try:
@@ -149,9 +154,10 @@ class KeyMiddleware:
             return key_id, receive
         prefix = self.body_key_prefix
         if presented is None and prefix and scope["path"].startswith(prefix + "/"):
-            messages = await read_bounded(receive, self.max_body_bytes)
+            max_bytes = self.limits.for_path(scope["path"])
+            messages = await read_bounded(receive, max_bytes)
             if messages is None:
-                raise body_too_large(self.max_body_bytes)
+                raise body_too_large(max_bytes)
             receive = _replay(messages, receive)
             presented = await _parameter_key(scope, messages)
             key_id = await self.resolver.identify(presented)

@@ -34,10 +34,17 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz", "/"})
 OPEN_PREFIXES = ("/ui/static/",)
 
 
-def is_open(path: str) -> bool:
-    """Paths served without a key: the probes, the web page and its files (every key
-    middleware asks this one place)."""
-    return path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)
+def is_open(path: str, more_prefixes: tuple[str, ...] = ()) -> bool:
+    """Paths served without a key: the probes, the web page and its files, and
+    ``more_prefixes`` (every key middleware asks this one place)."""
+    return path in OPEN_PATHS or path.startswith(OPEN_PREFIXES + more_prefixes)
+
+
+def open_prefixes(body_key_prefix: str | None) -> tuple[str, ...]:
+    """LibreTranslate's ``/download_file/<id>.<name>``: its clients fetch the
+    ``translatedFileUrl`` without a key, as LibreTranslate serves it; the job's random id
+    (122 bits) is the download's credential."""
+    return (f"{body_key_prefix}/download_file/",) if body_key_prefix else ()
 
 
 def load_api_keys(config: SecurityConfig) -> list[str]:
@@ -91,7 +98,7 @@ def install_security(
             resolver=resolver,
             store=store,
             body_key_prefix=body_key_prefix,
-            max_body_bytes=config.max_body_bytes,
+            limits=limits,
         )
     elif keys := load_api_keys(config):
         app.add_middleware(
@@ -167,7 +174,7 @@ class ApiKeyMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or is_open(path):
+        if scope["type"] != "http" or is_open(path, open_prefixes(self.body_key_prefix)):
             await self.app(scope, receive, send)
             return
         if self.allows(_presented_key(scope)):

@@ -8,7 +8,8 @@ segment that meets a full replica (503) waits and retries within its lease inste
 failing. A worker that dies holds its segments only until their leases expire; then any
 replica's worker claims them again. A segment the model cannot translate (4xx: a language
 the model lacks) fails its job with the reason; other failures release it for another try
-(the store fails the job after ``max_segment_attempts``).
+(the store fails the job after ``max_segment_attempts``). A result that meets the store
+away (its deployment restarting) is stored again while the lease lasts.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
+from typing import Any
 
 from serve_app.core.documents_config import DocumentsConfig
-from serve_app.core.errors import ServerError, ServiceError
+from serve_app.core.errors import ServerError, ServiceError, StoreUnavailable
 from serve_app.documents import Segment, translate_segment
 from serve_app.documents.jobs import TAGGED, DocumentJobs, flag_at
 from serve_app.store import DocumentJob, SegmentClaim
@@ -30,6 +32,7 @@ logger = logging.getLogger("ray.serve.translator")
 # (claim, text, context) -> translation: one engine request through the replica's service.
 TranslateClaim = Callable[[SegmentClaim, str, str], Awaitable[str]]
 _RETRY_S = 0.5
+_STORE_RETRY_S = 1.0
 
 
 class DocumentWorker:
@@ -95,17 +98,31 @@ class DocumentWorker:
             translation = await self._translate(claim)
         except ServiceError as exc:
             retry = isinstance(exc, ServerError)
-            await self.store.fail_segment(claim.job_id, claim.index, self.name, exc.message, retry)
+            await self._stored(claim, self.store.fail_segment, exc.message, retry)
             return
         except Exception as exc:
             logger.exception("document %s segment %d failed", claim.job_id, claim.index)
-            await self.store.fail_segment(claim.job_id, claim.index, self.name, repr(exc), True)
+            await self._stored(claim, self.store.fail_segment, repr(exc), True)
             return
-        job = await self.store.complete_segment(claim.job_id, claim.index, self.name, translation)
+        job = await self._stored(claim, self.store.complete_segment, translation)
         if job.state == "translated":
             job = await self.jobs.assemble(claim.job_id)
         if self.on_segment is not None:
             self.on_segment(claim, job)
+
+    async def _stored(
+        self, claim: SegmentClaim, call: Callable[..., Awaitable[DocumentJob]], *args: Any
+    ) -> DocumentJob:
+        """A store call about the claimed segment, retried while the store is away (its
+        deployment restarting) and the lease lasts: a translation is not thrown away
+        for a moment's outage. Both calls are idempotent (a segment done stays done)."""
+        while True:
+            try:
+                return await call(claim.job_id, claim.index, self.name, *args)
+            except StoreUnavailable:
+                if claim.lease_expires_at - time.time() < _STORE_RETRY_S:
+                    raise  # the lease is gone: another worker will claim the segment
+            await asyncio.sleep(_STORE_RETRY_S)
 
     async def _translate(self, claim: SegmentClaim) -> str:
         tagged = flag_at(str(claim.options.get(TAGGED, "")), claim.index)

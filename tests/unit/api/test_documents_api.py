@@ -33,16 +33,21 @@ class Setup:
     documents: ReplicaDocuments
 
 
-async def make(tmp_path, **documents_args) -> AsyncIterator[Setup]:  # type: ignore[no-untyped-def]
+async def make(  # type: ignore[no-untyped-def]
+    tmp_path, keys_env: str | None = None, **documents_args
+) -> AsyncIterator[Setup]:
+    """The app over the fake engine; with ``keys_env``, keys are required (from that
+    environment variable) and checked by the store's key middleware, as in production."""
     engine = FakeEngine()
     engine.reply = lambda prompt: prompt.rsplit("\n\n", 1)[-1].upper()
-    config = AppConfig.model_validate({"prompt": {"family": "chat"}})
+    security = {"api_keys_env": keys_env} if keys_env else {}
+    config = AppConfig.model_validate({"prompt": {"family": "chat"}, "security": security})
     service = TranslationService(config, engine)
     await service.start()
     store = await open_sqlite(str(tmp_path / "store.db"))
     args = {"poll_interval_s": 0.01, "worker_concurrency": 4, **documents_args}
     documents = ReplicaDocuments(service, store, DocumentsConfig(**args), "replica-1")
-    app = create_app(service, documents=documents)
+    app = create_app(service, store=store if keys_env else None, documents=documents)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
         yield Setup(client, documents)
@@ -221,3 +226,34 @@ async def test_libre_translate_file_errors_in_libres_shape(setup: Setup) -> None
     r = await setup.client.get("/libretranslate/download_file/nope.a.txt")
     assert r.status_code == 404
     assert "error" in r.json()
+
+
+async def test_libre_translate_file_over_1_mib_with_the_key_in_the_form(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """LibreTranslate's clients send ``api_key`` in the multipart form: the key middleware
+    reads the form within the documents' limit (not the 1 MiB of the JSON routes), so a
+    1.5 MB file with its key in the form is translated; beyond the documents' limit, 413."""
+    monkeypatch.setenv("E2E_LIBRE_KEYS", "libre-secret")
+    async for setup in make(
+        tmp_path, keys_env="E2E_LIBRE_KEYS", max_bytes=3 * 1024 * 1024, max_chars=10_000_000
+    ):
+        setup.documents.start()
+        # 1.5 MB (over the 1 MiB body limit), mostly a code block: two segments.
+        big = b"# Notes\n\nSome text.\n\n```\n" + b"x = 1\n" * 250_000 + b"```\n"
+        url = "/libretranslate/translate_file"
+        form = {"source": "en", "target": "de", "api_key": "libre-secret"}
+        r = await setup.client.post(url, files={"file": ("big.md", big)}, data=form)
+        assert r.status_code == 200, r.text
+        r = await setup.client.get(r.json()["translatedFileUrl"])
+        assert r.status_code == 200
+        assert r.content.startswith(b"# NOTES\n\nSOME TEXT.\n\n```\nx = 1\n")
+        assert len(r.content) == len(big)
+        # A wrong key in the form is refused as a key, not as a size.
+        bad = {**form, "api_key": "wrong"}
+        r = await setup.client.post(url, files={"file": ("big.md", big)}, data=bad)
+        assert r.status_code in (401, 403), r.text
+        # Beyond the documents' limit: 413 in LibreTranslate's shape.
+        r = await setup.client.post(url, files={"file": ("big.md", big * 3)}, data=form)
+        assert r.status_code == 413
+        assert "error" in r.json()
