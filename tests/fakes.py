@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 from collections.abc import AsyncIterator, Callable
 
 from serve_app.core.config import EngineConfig
@@ -49,6 +51,15 @@ class FakeEngine:
         # The "translation" of a prompt's text; default: the prompt's text back.
         self.reply: Callable[[str], str] | None = None
         self.max_running: int | None = None  # beyond this, active requests count as waiting
+        # At most ``slots`` generations run at once; the others wait and start in order of
+        # (priority, arrival) as vLLM's "priority" scheduling, or of arrival only when
+        # ``by_priority`` is off ("fcfs"). ``ran`` records the ids in the order they ran.
+        self.slots: int | None = None
+        self.by_priority = True
+        self.ran: list[str] = []
+        self.waiting: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._running = 0
+        self._arrivals = itertools.count()
 
     async def start(self) -> None:
         self.started = True
@@ -66,9 +77,43 @@ class FakeEngine:
     def as_data(self, text: str) -> str:
         return escape_special_tokens(text, FAKE_SPECIAL_TOKENS)
 
+    async def _slot(self, priority: int) -> None:
+        """Waits for a free slot (see ``slots``)."""
+        if self.slots is None:
+            return
+        if self._running < self.slots and not self.waiting:
+            self._running += 1
+            return
+        slot: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        rank = priority if self.by_priority else 0
+        heapq.heappush(self.waiting, (rank, next(self._arrivals), slot))
+        try:
+            await slot
+        except asyncio.CancelledError:
+            if slot.done() and not slot.cancelled():
+                self._free()  # handed a slot while being cancelled: pass it on
+            raise
+
+    def _free(self) -> None:
+        if self.slots is None:
+            return
+        while self.waiting:
+            _, _, slot = heapq.heappop(self.waiting)
+            if not slot.done():
+                slot.set_result(None)  # the slot passes to the next waiting request
+                return
+        self._running -= 1
+
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
         self.requests.append(request)
         self.active.add(request_id)
+        try:
+            await self._slot(request.priority)
+        except asyncio.CancelledError:
+            self.cancelled.append(request_id)
+            self.active.discard(request_id)
+            raise
+        self.ran.append(request_id)
         try:
             if self.hold is not None:
                 await self.hold.wait()
@@ -82,6 +127,7 @@ class FakeEngine:
             raise
         finally:
             self.active.discard(request_id)
+            self._free()
 
     def _finish_reason(self, prompt: str) -> str:
         marked = self.truncate_marker is not None and self.truncate_marker in prompt

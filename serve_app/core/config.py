@@ -69,6 +69,12 @@ class EngineConfig(_Strict):
         "auto", description="Weight loading; 'dummy' gives random weights for benchmarks."
     )
     seed: int = Field(0, description="Engine sampling seed.")
+    scheduling_policy: Literal["fcfs", "priority"] = Field(
+        "priority",
+        description="vLLM's scheduling: 'priority' serves requests by their priority (live "
+        "requests 0, document segments documents.engine_priority), then arrival; 'fcfs' by "
+        "arrival only (priorities ignored).",
+    )
     trust_remote_code: bool = Field(False, description="Allow model code from the hub.")
     hf_token_env: str = Field(
         "HF_TOKEN",
@@ -104,6 +110,7 @@ class EngineConfig(_Strict):
             "load_format": self.load_format,
             "seed": self.seed,
             "trust_remote_code": self.trust_remote_code,
+            "scheduling_policy": self.scheduling_policy,
         }
         if self.max_model_len is not None:
             kwargs["max_model_len"] = self.max_model_len

@@ -3,6 +3,11 @@
 ``current_key``: the id of the API key that sent it (``""`` when keys are off), set by the
 API's key middleware. The translation cache is scoped by it, so one key's translations are
 never served (nor their existence revealed by a cache hit) to another.
+
+``engine_priority``: the vLLM request priority of the engine requests made for it (lower is
+served first; live requests are 0). Document segments are translated under a larger one
+(``documents.engine_priority``), so an engine scheduling by priority serves live requests
+first and documents fill the rest.
 """
 
 from __future__ import annotations
@@ -10,3 +15,4 @@ from __future__ import annotations
 from contextvars import ContextVar
 
 current_key: ContextVar[str] = ContextVar("serve_app_current_key", default="")
+engine_priority: ContextVar[int] = ContextVar("serve_app_engine_priority", default=0)

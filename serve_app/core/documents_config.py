@@ -45,6 +45,13 @@ class DocumentsConfig(BaseModel):
         description="A replica claims document segments only while it holds fewer live "
         "engine requests than this: live traffic first, documents fill idle capacity.",
     )
+    engine_priority: int = Field(
+        1,
+        ge=0,
+        description="vLLM request priority of document segments (live requests have 0; "
+        "lower is served first): with engine.scheduling_policy 'priority', a live request "
+        "waiting for the engine goes ahead of every waiting document segment.",
+    )
     lease_s: float = Field(
         120,
         gt=0,

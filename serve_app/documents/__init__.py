@@ -28,13 +28,12 @@ from serve_app.documents.base import (
     keep_space,
 )
 from serve_app.documents.bilingual import PoFormat, XliffFormat
-from serve_app.documents.md import MarkdownFormat
+from serve_app.documents.markup import HtmlFormat, MarkdownFormat
 from serve_app.documents.office import DocxFormat
 from serve_app.documents.sheets import XlsxFormat
 from serve_app.documents.slides import PptxFormat
 from serve_app.documents.subtitles import SrtFormat, VttFormat
 from serve_app.documents.text import TextFormat
-from serve_app.documents.web import HtmlFormat
 
 __all__ = [
     "FORMATS",

@@ -54,6 +54,9 @@ class DocumentFormat(ABC):
     parse_errors: ClassVar[tuple[type[BaseException], ...]] = ()
     # A ZIP package (Office formats): its unpacked size is checked before parsing.
     zipped: ClassVar[bool] = False
+    # Segments are fragments of this markup format (``html``, ``markdown``): they are
+    # translated as requests in that format, through the markup-preserving flow.
+    markup: ClassVar[str | None] = None
 
     @abstractmethod
     def extract(self, data: bytes) -> list[Segment]:

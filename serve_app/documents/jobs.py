@@ -36,6 +36,7 @@ logger = logging.getLogger("ray.serve.translator")
 
 KEY_DIGEST = "document_key_sha256"
 TAGGED = "tagged_segments"
+MARKUP = "markup"  # the request format its segments are translated in (html, markdown)
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,8 @@ class DocumentJobs:
             KEY_DIGEST: hashlib.sha256(key.encode()).hexdigest(),
             TAGGED: pack_flags([s.tagged for s in segments]),
         }
+        if fmt.markup:
+            options[MARKUP] = fmt.markup
         job = await self.store.create_document(
             owner,
             upload.filename or f"document.{fmt.name}",

@@ -8,10 +8,11 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
+from serve_app.core.context import engine_priority
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.core.errors import LanguageDetectionFailed
 from serve_app.core.schemas import TranslateRequest
-from serve_app.documents.jobs import DocumentJobs, Submitted, Upload
+from serve_app.documents.jobs import MARKUP, DocumentJobs, Submitted, Upload
 from serve_app.documents.worker import DocumentWorker
 from serve_app.store import DocumentJob, SegmentClaim, Store
 
@@ -87,11 +88,16 @@ class ReplicaDocuments:
             target_lang=claim.target_lang,
             context=context[:5000] or None,
             formality=claim.options.get("formality", "default"),
+            format=claim.options.get(MARKUP, "text"),
         )
         self.active += 1
+        # The engine requests made for this segment (and the tasks they run in) carry the
+        # documents' priority: behind every live request in the engine's queue.
+        token = engine_priority.set(self.config.engine_priority)
         try:
             response = await self.service.translate(request, f"doc-{claim.job_id}-{claim.index}")
         finally:
+            engine_priority.reset(token)
             self.active -= 1
         return str(response.translation)
 

@@ -33,10 +33,17 @@ class GenerationRequest:
     min_tokens: int = 0
     ignore_eos: bool = False
     stream: bool = False
+    # vLLM's request priority: lower is scheduled first (with scheduling_policy "priority").
+    priority: int = 0
 
     @classmethod
     def sampled(
-        cls, prompt_ids: list[int], max_tokens: int, s: SamplingConfig, stop: tuple[str, ...]
+        cls,
+        prompt_ids: list[int],
+        max_tokens: int,
+        s: SamplingConfig,
+        stop: tuple[str, ...],
+        priority: int = 0,
     ) -> GenerationRequest:
         """A request decoded as ``s`` says (its unset values: the engine's neutral ones);
         ``ignore_eos`` forces exactly ``max_tokens`` (benchmarks)."""
@@ -52,6 +59,7 @@ class GenerationRequest:
             stop=stop,
             min_tokens=max_tokens if s.ignore_eos else 0,
             ignore_eos=s.ignore_eos,
+            priority=priority,
         )
 
 

@@ -163,7 +163,10 @@ class VLLMEngine:
         final = None
         prompt = TokensPrompt(prompt_token_ids=request.prompt_token_ids)
         try:
-            async for output in self._llm.generate(prompt, sampling_params(request), request_id):
+            params = sampling_params(request)
+            async for output in self._llm.generate(
+                prompt, params, request_id, priority=request.priority
+            ):
                 final = output
         except _engine_dead_error() as exc:
             raise EngineUnavailable("The engine stopped.", retry_after_s=1) from exc
@@ -192,7 +195,9 @@ class VLLMEngine:
         params = sampling_params(replace(request, stream=True))
         produced = 0
         try:
-            async for output in self._llm.generate(prompt, params, request_id):
+            async for output in self._llm.generate(
+                prompt, params, request_id, priority=request.priority
+            ):
                 completion = output.outputs[0]
                 produced += len(completion.token_ids)
                 yield GenerationChunk(

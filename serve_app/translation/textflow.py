@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serve_app.core.config import AppConfig
-from serve_app.core.context import current_key
+from serve_app.core.context import current_key, engine_priority
 from serve_app.core.errors import (
     EngineUnavailable,
     InvalidRequest,
@@ -186,7 +186,8 @@ class TextTranslator:
         text_tokens = (count or self.engine.count_tokens)(text)
         max_tokens = self._max_output_tokens(text_tokens, len(prompt_ids))
         stop = self.family.stop_sequences(text)
-        return GenerationRequest.sampled(prompt_ids, max_tokens, self.sampling, stop)
+        priority = engine_priority.get()
+        return GenerationRequest.sampled(prompt_ids, max_tokens, self.sampling, stop, priority)
 
     def _max_output_tokens(self, n_text: int, n_prompt: int) -> int:
         lim = self.limits

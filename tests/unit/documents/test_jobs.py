@@ -23,7 +23,7 @@ from serve_app.documents.worker import DocumentWorker
 from serve_app.store import SegmentClaim, Store
 from serve_app.store.sqlite import open_sqlite
 from tests.docsamples import CHECKS, SAMPLES
-from tests.unit.documents.test_formats import shout, upper
+from tests.unit.documents.test_formats import as_service, shout, upper
 
 CONFIG = DocumentsConfig(worker_concurrency=3, idle_in_flight=4, lease_s=30, poll_interval_s=0.01)
 
@@ -63,7 +63,13 @@ class Translator:
             self.fail_times -= 1
             raise self.fail
         await asyncio.sleep(0)
+        if markup := claim.options.get("markup"):  # the service's markup flow
+            return str(await as_service(markup, fake)(text, context))
         return shout(text)
+
+
+async def fake(text: str, context: str) -> str:
+    return shout(text)
 
 
 def worker(jobs: DocumentJobs, translator: Translator, name: str = "w1") -> DocumentWorker:

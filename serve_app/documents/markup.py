@@ -1,0 +1,79 @@
+"""HTML and Markdown documents, read and written by the markup-preserving translation's own
+parsers (``serve_app.translation.markup``), the ones the ``format`` option of every translate
+route uses: one way of reading markup in the whole service.
+
+A file is parsed into the markup ``Document``: what is not translated (block tags, ``<head>``
+but its ``<title>``, scripts, styles, code, ``translate="no"`` and ``notranslate``
+subtrees, Markdown's block markers, code blocks and table pipes) is kept verbatim, and each
+block's text with its inline markup is one segment. A segment is stored as its source
+fragment (``<b>bold</b> text``, ``**bold** text``) with ``markup`` set, and the worker
+translates it as a request in that ``format``: the markup flow shows the model placeholders
+in the family's formatted-translation prompt, checks the answer and falls back run by run,
+so every inline tag comes back whatever the model does. ``rebuild`` parses the file again
+and puts each translated fragment in its segment's place (a Markdown segment inside a block
+quote gets its ``> `` back on every line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from serve_app.documents.base import (
+    DocumentFormat,
+    Segment,
+    check_count,
+    decode_text,
+    with_neighbours,
+)
+from serve_app.translation.markup import Document, Text, parse
+from serve_app.translation.markup import Segment as MarkupSegment
+
+
+def _source(segment: MarkupSegment) -> str:
+    """The segment's fragment as the file spells it (without a block quote's line prefix)."""
+    return "".join(unit.raw for unit in segment.units)
+
+
+def _plain(segment: MarkupSegment) -> str:
+    return "".join(u.text for u in segment.units if isinstance(u, Text)).strip()
+
+
+class MarkupFormat(DocumentFormat):
+    """A format read by the markup parser named ``markup``."""
+
+    what: ClassVar[str]  # the format's name in messages
+
+    def _parse(self, data: bytes) -> Document:
+        return parse(self.markup or "", decode_text(data, self.what))
+
+    def extract(self, data: bytes) -> list[Segment]:
+        segments = self._parse(data).segments
+        contexts = with_neighbours([_plain(s) for s in segments])
+        return [Segment(_source(s), context) for s, context in zip(segments, contexts, strict=True)]
+
+    def rebuild(self, data: bytes, translations: Sequence[str]) -> bytes:
+        document = self._parse(data)
+        segments = document.segments
+        check_count(translations, len(segments))
+        placed = [
+            t.replace("\n", "\n" + s.line_prefix) if s.line_prefix else t
+            for s, t in zip(segments, translations, strict=True)
+        ]
+        return document.rebuild(placed).encode("utf-8")
+
+
+class HtmlFormat(MarkupFormat):
+    name = "html"
+    extensions = (".html", ".htm", ".xhtml")
+    media_type = "text/html"
+    markup = "html"
+    what = "HTML"
+
+
+class MarkdownFormat(MarkupFormat):
+    name = "md"
+    extensions = (".md", ".markdown")
+    media_type = "text/markdown"
+    markup = "markdown"
+    what = "Markdown"
