@@ -92,6 +92,12 @@ PANELS = [
         ("sum by (state) (increase(ray_translator_documents_finished_total"
          "[$__rate_interval]))", "jobs {{state}}"),
     ], "short"),
+    # Every replica reports the same fleet-wide figures (read from the store): max, not sum.
+    ("Documents backlog (left to translate, fleet-wide)", [
+        ("max(ray_translator_document_backlog_characters)", "characters"),
+        ("max(ray_translator_document_backlog_segments)", "segments"),
+        ("max(ray_translator_document_backlog_jobs)", "jobs"),
+    ], "short"),
 ]  # fmt: skip
 
 

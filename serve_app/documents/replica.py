@@ -1,11 +1,15 @@
 """Document translation inside a translator replica: uploads checked against the languages
 the replica serves, the jobs API over the shared store, and the worker that translates
 segments through the replica's ``TranslationService`` (its admission, deadlines, cache and
-metrics), as any live request would be."""
+metrics), as any live request would be; and the progress metrics (the fleet's backlog, read
+from the store every ``BACKLOG_PERIOD_S``)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
+from contextlib import suppress
 from typing import Any, Protocol
 
 from serve_app.core.context import engine_priority
@@ -14,9 +18,11 @@ from serve_app.core.errors import LanguageDetectionFailed
 from serve_app.core.schemas import TranslateRequest
 from serve_app.documents.jobs import MARKUP, DocumentJobs, Submitted, Upload
 from serve_app.documents.worker import DocumentWorker
-from serve_app.store import DocumentJob, SegmentClaim, Store
+from serve_app.store import DocumentBacklog, DocumentJob, SegmentClaim, Store
 
 _TAGS = re.compile(r"<[^<>]{1,12}>")
+BACKLOG_PERIOD_S = 15.0
+logger = logging.getLogger("ray.serve.translator")
 _SAMPLE_CHARS = 2000
 
 
@@ -25,12 +31,17 @@ class DocumentMetrics(Protocol):
 
     def document_finished(self, state: str) -> None: ...
 
+    def document_backlog(self, backlog: DocumentBacklog) -> None: ...
+
 
 class NoDocumentMetrics:
     def document_segment(self, characters: int) -> None:
         pass
 
     def document_finished(self, state: str) -> None:
+        pass
+
+    def document_backlog(self, backlog: DocumentBacklog) -> None:
         pass
 
 
@@ -48,15 +59,35 @@ class ReplicaDocuments:
         self.metrics = metrics or NoDocumentMetrics()
         self.jobs = DocumentJobs(store, config)
         self.active = 0  # this replica's engine requests for documents
+        self._reporter: asyncio.Task[None] | None = None
         self.worker = DocumentWorker(
             self.jobs, config, self._translate, self._live, name, self._translated
         )
 
     def start(self) -> None:
         self.worker.start()
+        if self._reporter is None:
+            self._reporter = asyncio.create_task(self._report_backlog(), name="document-backlog")
 
     async def stop(self) -> None:
+        if self._reporter is not None:
+            self._reporter.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._reporter
+            self._reporter = None
         await self.worker.stop()
+
+    async def report_backlog(self) -> None:
+        """Reads the fleet's backlog from the store into the progress metrics."""
+        self.metrics.document_backlog(await self.jobs.store.document_backlog())
+
+    async def _report_backlog(self) -> None:
+        while True:
+            try:
+                await self.report_backlog()
+            except Exception as exc:  # the store away for a moment: the next report
+                logger.debug("document backlog not read: %r", exc)
+            await asyncio.sleep(BACKLOG_PERIOD_S)
 
     async def submit(self, owner: str, upload: Upload) -> Submitted:
         """Checks the languages (400 before anything is stored), reads and stores the job;

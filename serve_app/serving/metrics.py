@@ -22,6 +22,7 @@ from collections import defaultdict
 from typing import Any
 
 from serve_app.core.metrics import Pair
+from serve_app.store.protocol import DocumentBacklog
 
 LATENCY_BUCKETS: list[float] = [
     0.005,
@@ -200,8 +201,8 @@ class RayServeMetrics:
 
 class RayDocumentMetrics:
     """Document translation's progress (``documents.replica.DocumentMetrics``): segments and
-    characters translated (the characters' rate is the documents' progress per second), and
-    jobs finished by state."""
+    characters translated (the characters' rate is the documents' progress per second),
+    jobs finished by state, and the fleet's backlog (jobs, segments and characters left)."""
 
     def __init__(self) -> None:
         from ray.serve import metrics as m
@@ -218,6 +219,18 @@ class RayDocumentMetrics:
             description="Document jobs finished, by state (done, error).",
             tag_keys=("state",),
         )
+        # Fleet-wide (read from the store; every replica reports the same: take the max).
+        self._backlog_jobs = m.Gauge(
+            "translator_document_backlog_jobs", description="Document jobs not yet translated."
+        )
+        self._backlog_segments = m.Gauge(
+            "translator_document_backlog_segments",
+            description="Segments of open document jobs not yet translated.",
+        )
+        self._backlog_chars = m.Gauge(
+            "translator_document_backlog_characters",
+            description="Characters of open document jobs not yet translated.",
+        )
 
     def document_segment(self, characters: int) -> None:
         self._segments.inc()
@@ -225,3 +238,8 @@ class RayDocumentMetrics:
 
     def document_finished(self, state: str) -> None:
         self._finished.inc(tags={"state": state})
+
+    def document_backlog(self, backlog: DocumentBacklog) -> None:
+        self._backlog_jobs.set(backlog.jobs)
+        self._backlog_segments.set(backlog.segments)
+        self._backlog_chars.set(backlog.characters)

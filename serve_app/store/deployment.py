@@ -28,6 +28,7 @@ from serve_app.store.factory import clean_periodically, open_local_store
 from serve_app.store.protocol import (
     ApiKey,
     CleanupReport,
+    DocumentBacklog,
     DocumentJob,
     Glossary,
     GlossaryDictionary,
@@ -205,6 +206,9 @@ class RemoteStore(Store):
 
     async def delete_document(self, owner: str, job_id: str) -> None:
         await self._call("delete_document", owner, job_id)
+
+    async def document_backlog(self) -> DocumentBacklog:
+        return await self._call("document_backlog")
 
     async def cleanup(self) -> CleanupReport:
         return await self._call("cleanup")

@@ -143,6 +143,16 @@ class SegmentClaim:
 
 
 @dataclass(frozen=True)
+class DocumentBacklog:
+    """What the fleet has left to translate: open jobs (queued or translating, not expired)
+    and their segments and characters not yet done."""
+
+    jobs: int
+    segments: int
+    characters: int
+
+
+@dataclass(frozen=True)
 class CleanupReport:
     documents: int
     usage_windows: int
@@ -313,6 +323,10 @@ class Store(ABC):
     @abstractmethod
     async def delete_document(self, owner: str, job_id: str) -> None:
         """Deletes the job, its segments and files; ``DocumentNotFound`` if absent."""
+
+    @abstractmethod
+    async def document_backlog(self) -> DocumentBacklog:
+        """The open jobs' remaining work, fleet-wide (the documents' progress metric)."""
 
     # housekeeping
 

@@ -134,6 +134,18 @@ EVENT_ONLY = {
         "serve_app/serving/metrics.py",
         '"translator_documents_finished"',
     ),
+    "ray_translator_document_backlog_characters": (
+        "serve_app/serving/metrics.py",
+        '"translator_document_backlog_characters"',
+    ),
+    "ray_translator_document_backlog_segments": (
+        "serve_app/serving/metrics.py",
+        '"translator_document_backlog_segments"',
+    ),
+    "ray_translator_document_backlog_jobs": (
+        "serve_app/serving/metrics.py",
+        '"translator_document_backlog_jobs"',
+    ),
 }
 
 

@@ -16,6 +16,7 @@ import pytest_asyncio
 
 from serve_app.api.app import create_app
 from serve_app.core.config import AppConfig, EngineConfig
+from serve_app.core.context import engine_priority
 from serve_app.core.errors import DeadlineExceeded, EngineStartupError
 from serve_app.core.schemas import BatchTranslateRequest, TextItem, TranslateRequest
 from serve_app.engine.protocol import GenerationRequest
@@ -175,6 +176,32 @@ async def test_min_p_and_presence_penalty_are_accepted(service: TranslationServi
     )  # fmt: skip
     result = await engine.generate(request, "penalized")
     assert 1 <= result.output_tokens <= 8
+
+
+async def test_the_engine_schedules_by_priority_and_takes_document_priorities(
+    service: TranslationService,
+) -> None:
+    """vLLM runs with scheduling_policy "priority" (the default) and serves requests of
+    every priority: live ones (0) and document segments' (documents.engine_priority),
+    streamed or not, through the service as the document worker sends them."""
+    engine = service.engine
+    assert engine._llm.vllm_config.scheduler_config.policy == "priority"
+    prompt = engine.encode(service.family.build(*service.languages.resolve_pair("en", "de"), "hi"))
+    requests = [GenerationRequest(prompt, max_tokens=8, priority=p) for p in (5, 0, 1)]
+    results = await asyncio.gather(
+        *(engine.generate(r, f"prio-{i}") for i, r in enumerate(requests))
+    )
+    assert all(1 <= r.output_tokens <= 8 for r in results)
+    streamed = [c async for c in engine.generate_stream(requests[0], "prio-stream")]
+    assert streamed[-1].finished
+    token = engine_priority.set(3)
+    try:
+        request = TranslateRequest(text="A paragraph.", source_lang="en", target_lang="de")
+        response = await service.translate(request, "doc-prio")
+    finally:
+        engine_priority.reset(token)
+    assert response.usage.output_tokens >= 1
+    assert engine.num_unfinished_requests() == 0
 
 
 async def test_closing_a_stream_aborts_the_engine_request(service: TranslationService) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from serve_app.core.errors import DocumentNotFound, DocumentNotReady, LimitReached
-from serve_app.store.protocol import DocumentJob, NewSegment, SegmentClaim
+from serve_app.store.protocol import DocumentBacklog, DocumentJob, NewSegment, SegmentClaim
 from serve_app.store.sql.database import Database, Row, Tx
 from serve_app.store.validation import (
     check_file_size,
@@ -328,6 +328,18 @@ async def delete(db: Database, owner: str, job_id: str) -> None:
         )
     if row is None:
         raise _not_found(job_id)
+
+
+async def backlog(db: Database) -> DocumentBacklog:
+    async with db.tx() as tx:
+        row = await tx.fetchrow(
+            "SELECT COUNT(*), COALESCE(SUM(segments_total - segments_done), 0), "
+            "COALESCE(SUM(characters_total - characters_done), 0) FROM documents "
+            f"WHERE state IN {_OPEN} AND expires_at > ?",
+            db.now(),
+        )
+    jobs, segments, characters = row or (0, 0, 0)
+    return DocumentBacklog(int(jobs), int(segments), int(characters))
 
 
 async def cleanup(db: Database) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 from serve_app.store.protocol import (
     ApiKey,
     CleanupReport,
+    DocumentBacklog,
     DocumentJob,
     Glossary,
     GlossaryDictionary,
@@ -137,6 +138,9 @@ class SqlStore(Store):
 
     async def delete_document(self, owner: str, job_id: str) -> None:
         await documents.delete(self.db, owner, job_id)
+
+    async def document_backlog(self) -> DocumentBacklog:
+        return await documents.backlog(self.db)
 
     async def cleanup(self) -> CleanupReport:
         return CleanupReport(await documents.cleanup(self.db), await keys.cleanup(self.db))

@@ -14,7 +14,8 @@ from serve_app.core.errors import (
     InvalidDocument,
     LimitReached,
 )
-from serve_app.store import DocumentJob, NewSegment, Store
+from serve_app.store import CleanupReport, DocumentBacklog, DocumentJob, NewSegment, Store
+from serve_app.store.factory import clean_periodically
 from tests.unit.store.conftest import FakeClock, StoreFactory
 
 pytestmark = pytest.mark.unit
@@ -224,3 +225,44 @@ async def test_deleted_document_is_gone(store: Store) -> None:
     with pytest.raises(DocumentNotFound):
         await store.get_document("k1", job.id)
     assert await store.claim_segments("w", 1, 10) == []
+
+
+async def test_backlog_counts_what_open_jobs_have_left(store: Store, clock: FakeClock) -> None:
+    """The documents' progress metric: open jobs, their segments and characters not done;
+    finished and expired jobs count for nothing."""
+    assert await store.document_backlog() == DocumentBacklog(0, 0, 0)
+    job = await new_job(store, ["aaaa", "bb", "c"])
+    await new_job(store, ["dddddd"], ttl_s=10)
+    assert await store.document_backlog() == DocumentBacklog(2, 4, 13)
+    claims = await store.claim_segments("w", 1, lease_s=30, job_id=job.id)
+    await store.complete_segment(job.id, claims[0].index, "w", "AAAA")
+    assert await store.document_backlog() == DocumentBacklog(2, 3, 9)
+    clock.advance(11)  # the second job expires
+    assert await store.document_backlog() == DocumentBacklog(1, 2, 3)
+    for claim in await store.claim_segments("w", 5, lease_s=30):
+        await store.complete_segment(claim.job_id, claim.index, "w", "X")
+    assert await store.document_backlog() == DocumentBacklog(0, 0, 0)
+
+
+async def test_periodic_cleanup_deletes_expired_jobs(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What every SQLite store deployment and PostgreSQL replica runs in the background."""
+    reports = []
+    cleanup = store.cleanup
+
+    async def recorded() -> CleanupReport:
+        reports.append(await cleanup())
+        return reports[-1]
+
+    monkeypatch.setattr(store, "cleanup", recorded)
+    await new_job(store, ["x"], ttl_s=10)
+    clock.advance(11)
+    task = asyncio.create_task(clean_periodically(store, period_s=0.01))
+    try:
+        async with asyncio.timeout(10):
+            while not any(r.documents for r in reports):
+                await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+    assert sum(r.documents for r in reports) == 1
