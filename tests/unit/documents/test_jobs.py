@@ -15,12 +15,14 @@ from serve_app.core.errors import (
     DocumentNotReady,
     MalformedDocument,
     Overloaded,
+    StoreUnavailable,
     UnsupportedLanguage,
 )
 from serve_app.documents import FORMATS, DocumentLimits, extract
+from serve_app.documents import worker as worker_module
 from serve_app.documents.jobs import DocumentJobs, Upload, flag_at, pack_flags, seconds_remaining
 from serve_app.documents.worker import DocumentWorker
-from serve_app.store import SegmentClaim, Store
+from serve_app.store import DocumentJob, SegmentClaim, Store
 from serve_app.store.sqlite import open_sqlite
 from tests.docsamples import CHECKS, SAMPLES
 from tests.unit.documents.test_formats import as_service, shout, upper
@@ -193,6 +195,29 @@ async def test_a_full_replica_is_waited_out_not_failed(store: Store) -> None:
     job = await jobs.status("alice", submitted.job.id)
     assert job.state == "done"
     assert len(translator.seen) == 3
+
+
+async def test_a_result_meeting_the_store_away_is_stored_again_within_the_lease(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's deployment restarting as a segment is completed: the worker stores its
+    translation again (not thrown away to be redone after the lease expires)."""
+    monkeypatch.setattr(worker_module, "_STORE_RETRY_S", 0.01)
+    jobs, translator = DocumentJobs(store, CONFIG), Translator()
+    submitted = await jobs.submit("alice", Upload("a.txt", b"One.", "de"))
+    complete, outages = store.complete_segment, [StoreUnavailable("restarting")] * 2
+
+    async def flaky(*args: object) -> DocumentJob:
+        if outages:
+            raise outages.pop()
+        return await complete(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "complete_segment", flaky)
+    await drain(worker(jobs, translator))
+    assert not outages
+    job = await jobs.status("alice", submitted.job.id)
+    assert job.state == "done"
+    assert len(translator.seen) == 1  # translated once
 
 
 async def test_malformed_uploads_are_refused_before_anything_is_stored(store: Store) -> None:
