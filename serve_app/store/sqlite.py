@@ -78,8 +78,9 @@ async def open_sqlite(
     if path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     conn = await aiosqlite.connect(path, isolation_level=None)
-    # busy_timeout: the keys command may write to the same file from another process.
-    pragmas = ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=10000")
+    # busy_timeout: the keys command may write to the same file from another process. It
+    # comes first: switching to WAL waits for another connection's transaction only with it.
+    pragmas = ("busy_timeout=10000", "journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON")
     for pragma in pragmas:
         await conn.execute(f"PRAGMA {pragma}")
     db = SqliteDatabase(conn, limits or StoreLimits(), clock)
