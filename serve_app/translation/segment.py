@@ -25,6 +25,9 @@ _SENTENCE = re.compile(
     r"|(?<=[。！？；])[”’」』）]*(\s*)"  # CJK: punctuation, whitespace optional
 )
 _WORD = re.compile(r"\s+")
+# No tokenizer's token spans more characters than this in a run without spaces (a chunk cut
+# at this many characters per token of budget may come out a little short, never too long).
+MAX_CHARS_PER_TOKEN = 16
 
 
 @dataclass
@@ -68,15 +71,24 @@ def _split_at(text: str, pattern: re.Pattern[str]) -> list[Piece]:
 
 
 def _split_chars(text: str, budget: int, count: CountTokens) -> list[Piece]:
-    """Last resort for a run without spaces: chunks of characters that fit the budget."""
+    """Last resort for a run without spaces: chunks of characters that fit the budget.
+
+    Each chunk is measured within a window (at most ``budget * MAX_CHARS_PER_TOKEN``
+    characters, then twice the last chunk's size), never against the rest of the text, so
+    the whole run costs linear time: measuring the rest once per chunk was quadratic
+    (minutes for the longest text allowed)."""
     pieces: list[Piece] = []
-    rest = text
-    while rest:
-        size = len(rest)
-        while size > 1 and count(rest[:size]) > budget:
-            size = max(1, size * budget // max(count(rest[:size]), 1) - 1)
-        pieces.append(Piece(rest[:size]))
-        rest = rest[size:]
+    start, largest = 0, budget * MAX_CHARS_PER_TOKEN
+    window = largest
+    while start < len(text):
+        size = min(len(text) - start, window)
+        tokens = count(text[start : start + size])
+        while size > 1 and tokens > budget:
+            size = max(1, size * budget // max(tokens, 1) - 1)
+            tokens = count(text[start : start + size])
+        pieces.append(Piece(text[start : start + size]))
+        start += size
+        window = min(largest, 2 * size + 1)
     return pieces
 
 
@@ -84,16 +96,19 @@ _LEVELS: tuple[re.Pattern[str], ...] = (_PARAGRAPH, _LINE, _SENTENCE, _WORD)
 
 
 def _units(text: str, budget: int, count: CountTokens, level: int) -> list[Piece]:
-    if count(text) <= budget:
-        return [Piece(text)]
-    if level == len(_LEVELS):
+    """``text`` (known to be over the budget) cut at the coarsest level that cuts it, each
+    unit cut further while it is over the budget."""
+    while level < len(_LEVELS):
+        units = _split_at(text, _LEVELS[level])
+        if len(units) > 1:
+            break
+        level += 1  # no boundary of this kind: the text is not measured again
+    else:
         return _split_chars(text, budget, count)
-    units = _split_at(text, _LEVELS[level])
-    if len(units) == 1:
-        return _units(text, budget, count, level + 1)
     out: list[Piece] = []
     for unit in units:
-        sub = _units(unit.text, budget, count, level + 1)
+        fits = count(unit.text) <= budget
+        sub = [Piece(unit.text)] if fits else _units(unit.text, budget, count, level + 1)
         sub[-1].sep += unit.sep
         out.extend(sub)
     return out

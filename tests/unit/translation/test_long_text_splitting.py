@@ -99,3 +99,32 @@ def test_pieces_are_as_few_as_the_budget_allows(budget: int) -> None:
     text = " ".join(f"w{i}." for i in range(40))
     pieces = rebuilt(text, budget)
     assert len(pieces) == -(-40 // budget)
+
+
+class _Measured:
+    """A tokenizer stand-in (two tokens per CJK character, as byte-level BPE gives) that
+    adds up the characters it was asked to measure."""
+
+    def __init__(self) -> None:
+        self.chars = 0
+
+    def __call__(self, text: str) -> int:
+        self.chars += len(text)
+        return 2 * len(text)
+
+
+@pytest.mark.parametrize("run", ["的", "x", "的x"])
+def test_an_unbroken_run_is_split_in_linear_time(run: str) -> None:
+    """The longest text allowed, without a space or boundary, once cost minutes: each chunk
+    was measured against the rest of the text. Now the work per character is bounded:
+    a 10x longer text costs about 10x, not 100x."""
+    cost = []
+    for n in (10_000, 100_000):
+        count = _Measured()
+        text = (run * n)[:n]
+        split = split_text(text, 512, count)
+        assert split.join([p.text for p in split.pieces]) == text
+        assert all(2 * len(p.text) <= 512 for p in split.pieces)
+        cost.append(count.chars)
+    assert cost[1] <= 11 * cost[0], cost
+    assert cost[1] <= 40 * 100_000, cost  # a bounded number of passes over the text
