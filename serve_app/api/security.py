@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -25,7 +25,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from serve_app.api.compat.common import one, read_params
 from serve_app.api.errors import service_error_response
 from serve_app.core.config import SecurityConfig
-from serve_app.core.errors import BodyTooLarge, InvalidRequest, ServiceError, Unauthorized
+from serve_app.core.context import current_key
+from serve_app.core.errors import (
+    BodyTooLarge,
+    InvalidRequest,
+    KeysMissing,
+    ServiceError,
+    Unauthorized,
+)
+from serve_app.store.apikeys import env_key_id
 from serve_app.store.protocol import Store
 
 # Probes stay open: load balancers and Ray health checks carry no keys, and they reveal no text.
@@ -49,14 +57,37 @@ def open_prefixes(body_key_prefix: str | None) -> tuple[str, ...]:
 
 def load_api_keys(config: SecurityConfig) -> list[str]:
     """Keys from ``api_keys_env`` (comma-separated) and ``api_keys_file`` (one a line, ``#``
-    comments); an empty list turns authentication off. A missing key file is an error."""
+    comments); an empty list (no source configured) means keys are off.
+
+    Keys fail closed: a configured source that yields no key (the variable unset or empty on
+    this node, a file of comments only) raises ``KeysMissing``, and a missing file
+    ``FileNotFoundError``, so the replica does not start rather than serve without keys."""
     keys: list[str] = []
     if config.api_keys_env:
-        keys += os.environ.get(config.api_keys_env, "").split(",")
+        found = _keys(os.environ.get(config.api_keys_env, "").split(","))
+        if not found:
+            raise KeysMissing(
+                f"security.api_keys_env names the variable {config.api_keys_env}, which is "
+                "unset or holds no key on this node: set it (comma-separated keys) in the "
+                "replica's environment (runtime_env env_vars, or the pod's env from a "
+                "Secret), or remove security.api_keys_env to serve without keys."
+            )
+        keys += found
     if config.api_keys_file:
         lines = Path(config.api_keys_file).read_text(encoding="utf-8").splitlines()
-        keys += [line for line in lines if not line.lstrip().startswith("#")]
-    return [k.strip() for k in keys if k.strip()]
+        found = _keys(line for line in lines if not line.lstrip().startswith("#"))
+        if not found:
+            raise KeysMissing(
+                f"security.api_keys_file {config.api_keys_file} holds no key (only blank or "
+                "'#' lines): add keys, one a line, or remove security.api_keys_file to serve "
+                "without keys."
+            )
+        keys += found
+    return keys
+
+
+def _keys(raw: Iterable[str]) -> list[str]:
+    return [k.strip() for k in raw if k.strip()]
 
 
 class BodyLimits:
@@ -166,19 +197,24 @@ class ApiKeyMiddleware:
         self.limits = limits or BodyLimits(max_body_bytes)
 
     def allows(self, presented: bytes | None) -> bool:
+        return self.key_id(presented) is not None
+
+    def key_id(self, presented: bytes | None) -> str | None:
+        """The id of the configured key presented (as ``api/keys.py`` names environment
+        keys), or None."""
         digest = _digest(presented or b"")
         matched = False
         for known in self.digests:
             matched |= hmac.compare_digest(digest, known)
-        return matched and presented is not None
+        return env_key_id(digest) if matched and presented is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] != "http" or is_open(path, open_prefixes(self.body_key_prefix)):
             await self.app(scope, receive, send)
             return
-        if self.allows(_presented_key(scope)):
-            await self.app(scope, receive, send)
+        if (key_id := self.key_id(_presented_key(scope))) is not None:
+            await self._run_as(key_id, scope, receive, send)
             return
         prefix = self.body_key_prefix
         if prefix and scope["path"].startswith(prefix + "/"):
@@ -187,11 +223,20 @@ class ApiKeyMiddleware:
             if messages is None:
                 await _refuse(body_too_large(max_bytes), scope, receive, send)
                 return
-            if self.allows(await _parameter_key(scope, messages)):
-                await self.app(scope, _replay(messages, receive), send)
+            if (key_id := self.key_id(await _parameter_key(scope, messages))) is not None:
+                await self._run_as(key_id, scope, _replay(messages, receive), send)
                 return
         message = "Missing or invalid API key: send 'Authorization: Bearer <key>'."
         await _refuse(Unauthorized(message), scope, receive, send)
+
+    async def _run_as(self, key_id: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """The app with the caller's key id set: it scopes the translation cache."""
+        scope.setdefault("state", {})["key_id"] = key_id
+        token = current_key.set(key_id)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            current_key.reset(token)
 
 
 class BodySizeLimitMiddleware:

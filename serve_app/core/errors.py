@@ -179,3 +179,8 @@ class MalformedDocument(ClientError):
 
 class EngineStartupError(RuntimeError):
     """The engine could not start (model missing, timeout): the replica fails to start."""
+
+
+class KeysMissing(RuntimeError):
+    """A configured source of API keys (``security.api_keys_env``, ``api_keys_file``) yields
+    no key on this node: the replica refuses to start, rather than serve with keys off."""

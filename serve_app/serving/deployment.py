@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from ray import serve
 
 from serve_app.api.app import create_app
+from serve_app.api.security import load_api_keys
 from serve_app.core.config import AppConfig, EngineConfig
 from serve_app.documents.replica import ReplicaDocuments
 from serve_app.engine.protocol import TranslationEngine
@@ -72,6 +73,9 @@ class TranslatorDeployment:
         # vLLM's own logging setup would replace the handlers Ray Serve gives the replica
         # (its log file, JSON encoding, request ids); vLLM's loggers then use Ray's.
         os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
+        # Keys fail closed: a configured key source that yields none on this node stops the
+        # replica here, before the engine starts, with a message that says what to set.
+        load_api_keys(config.security)
         self.store = await self._open_store(config, store_handle)
         metrics = RayServeMetrics()
         self.service = TranslationService(config, engine_cls(config.engine), metrics)

@@ -2,9 +2,14 @@
 
 UI labels, subtitles and chat phrases repeat; their translations are kept in memory, keyed on
 everything that changes the output (model, revision, prompt family, languages, options,
-sampling, text) through a SHA-256 digest, so source texts are not kept. The cache is an LRU
-bounded by entries and by bytes; a lock makes it safe from any thread as well as from the
-replica's event loop. Hits, misses and evictions are counted.
+sampling, text) and the API key that asked, through a SHA-256 digest, so source texts are not
+kept. The cache is an LRU bounded by entries and by bytes; a lock makes it safe from any
+thread as well as from the replica's event loop. Hits, misses, evictions, entries and bytes
+are counted per API key (``owner``), so ``GET /cache`` shows a key its own use only.
+
+Only complete translations are kept (``storable``): never one cut at its token limit, nor an
+empty one, nor one with an empty piece (a degenerate decoding): serving those again would
+repeat a failure to every later caller as if it were an answer.
 """
 
 from __future__ import annotations
@@ -33,6 +38,11 @@ class CachedTranslation:
     @property
     def size(self) -> int:
         return len(self.translation.encode()) + _ENTRY_OVERHEAD
+
+    @property
+    def storable(self) -> bool:
+        """Complete: not truncated, not empty (a degenerate piece makes the whole one so)."""
+        return not self.truncated and bool(self.translation.strip())
 
 
 @dataclass(frozen=True)
@@ -78,49 +88,73 @@ def request_key(
     )
 
 
+@dataclass
+class _Counts:
+    hits: int = 0
+    misses: int = 0
+    evictions: int = 0
+    entries: int = 0
+    bytes: int = 0
+
+
 class TranslationCache:
-    """LRU of translations bounded by ``max_entries`` and ``max_bytes``."""
+    """LRU of translations bounded by ``max_entries`` and ``max_bytes``; counted per owner."""
 
     def __init__(self, max_entries: int, max_bytes: int) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
-        self._data: OrderedDict[str, CachedTranslation] = OrderedDict()
+        self._data: OrderedDict[str, tuple[str, CachedTranslation]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self._counts: dict[str, _Counts] = {}
         self.hits = self.misses = self.evictions = 0
 
-    def get(self, key: str) -> CachedTranslation | None:
+    def _of(self, owner: str) -> _Counts:
+        return self._counts.setdefault(owner, _Counts())
+
+    def get(self, key: str, owner: str = "") -> CachedTranslation | None:
         with self._lock:
-            value = self._data.get(key)
-            if value is None:
+            found = self._data.get(key)
+            if found is None or found[0] != owner:
                 self.misses += 1
+                self._of(owner).misses += 1
                 return None
             self._data.move_to_end(key)
             self.hits += 1
-            return value
+            self._of(owner).hits += 1
+            return found[1]
 
-    def put(self, key: str, value: CachedTranslation) -> None:
-        if value.size > self.max_bytes:
+    def put(self, key: str, value: CachedTranslation, owner: str = "") -> None:
+        if value.size > self.max_bytes or not value.storable:
             return
         with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._bytes -= old.size
-            self._data[key] = value
+            if key in self._data:
+                self._drop(key)
+            self._data[key] = (owner, value)
             self._bytes += value.size
+            counts = self._of(owner)
+            counts.entries += 1
+            counts.bytes += value.size
             while len(self._data) > self.max_entries or self._bytes > self.max_bytes:
-                _, evicted = self._data.popitem(last=False)
-                self._bytes -= evicted.size
+                evicted = self._drop(next(iter(self._data)))
                 self.evictions += 1
+                self._of(evicted).evictions += 1
 
-    def stats(self) -> CacheStats:
+    def _drop(self, key: str) -> str:
+        owner, value = self._data.pop(key)
+        self._bytes -= value.size
+        counts = self._of(owner)
+        counts.entries -= 1
+        counts.bytes -= value.size
+        return owner
+
+    def stats(self, owner: str | None = None) -> CacheStats:
+        """The whole cache's counts, or ``owner``'s only (its entries, bytes, lookups)."""
         with self._lock:
+            if owner is None:
+                c = _Counts(self.hits, self.misses, self.evictions, len(self._data), self._bytes)
+            else:
+                c = self._counts.get(owner, _Counts())
             return CacheStats(
-                self.hits,
-                self.misses,
-                self.evictions,
-                len(self._data),
-                self._bytes,
-                self.max_entries,
-                self.max_bytes,
+                c.hits, c.misses, c.evictions, c.entries, c.bytes, self.max_entries, self.max_bytes
             )

@@ -121,7 +121,7 @@ class MarkupFlow:
         if count(source) > flow.limits.max_input_tokens:
             return await self._runs(plan, segment, request_id, fell_back=True)
         job = flow._generation(plan, source, count, markup=True)
-        result = await flow.engine.generate(job, request_id)
+        result = await flow.generate(job, request_id)
         timings = (result.queue_s, result.ttft_s)
         flow._record(plan, source, result.input_tokens, result.output_tokens, *timings)
         restored = None

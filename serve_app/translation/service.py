@@ -1,21 +1,31 @@
 """The translation service: from a validated request to the engine and back.
 
 It owns what sits between HTTP and the engine for whole requests: batches (per-item errors),
-admission control (503 when the replica's engine holds enough work), deadlines (504, which
-cancels and so aborts the engine requests) and the engine's lifecycle (start with a timeout,
-shutdown). The flow of each text (languages, detection, cache, splitting, prompts, hygiene)
-is ``textflow``'s. It knows nothing of HTTP or Ray.
+admission control (``admission``: 503 when the replica's engine holds enough work), deadlines
+(504, which cancels and so aborts the engine requests; planning included) and the engine's
+lifecycle (start with a timeout, shutdown). A request is checked cheaply first (character
+counts, a free slot), then planned off the event loop (``planning``), then admitted with the
+engine requests its plan needs. The flow of each text (languages, detection, cache,
+splitting, prompts, hygiene) is ``textflow``'s. It knows nothing of HTTP or Ray.
+
+Engine request ids are the request's id (the client's ``X-Request-ID``, when valid) with a
+number of this replica's own: two requests sent with the same id never meet in the engine.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, suppress
+import os
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import asdict
 
 from serve_app.core.config import AppConfig
+from serve_app.core.context import current_key
 from serve_app.core.errors import (
     BatchTooLarge,
     ClientError,
@@ -23,7 +33,6 @@ from serve_app.core.errors import (
     EngineStartupError,
     EngineUnavailable,
     InvalidRequest,
-    Overloaded,
     ServiceError,
     TextTooLong,
 )
@@ -42,12 +51,17 @@ from serve_app.core.schemas import (
     Usage,
 )
 from serve_app.engine.protocol import TranslationEngine
+from serve_app.translation.admission import Admission
 from serve_app.translation.families import make_prompt_family
 from serve_app.translation.languages import Language, LanguageRegistry
-from serve_app.translation.markup import Document
 from serve_app.translation.markupflow import needs_reading, read_document
 from serve_app.translation.piece import gather_all
+from serve_app.translation.planning import Budget, Planner
 from serve_app.translation.textflow import Event, Plan, TextTranslator
+
+# Planning threads: the tokenizer releases the GIL, the rest is Python; more threads than
+# cores would only make each plan slower.
+_PLANNING_WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 logger = logging.getLogger("ray.serve.translator")
 
@@ -78,11 +92,27 @@ class TranslationService:
         self.family = make_prompt_family(config.prompt)
         self.languages = language_registry(config)
         self.ready = False
-        self.in_flight = 0
         self.characters = 0  # translated by this replica (DeepL's /v2/usage)
+        lim = self.limits
+        self.admission = Admission(lim.max_engine_requests, self.metrics, lim.retry_after_s)
+        # Two largest batches' worth of text may wait to be planned; beyond, 503 at once.
+        pending = 2 * lim.max_batch_items * lim.max_text_chars
+        self.planner = Planner(_PLANNING_WORKERS, pending, self.metrics, lim.retry_after_s)
         self.flow = TextTranslator(
-            config, engine, self.family, self.languages, self.metrics, self._require_ready
+            config,
+            engine,
+            self.family,
+            self.languages,
+            self.metrics,
+            self._require_ready,
+            self.admission,
         )
+        self._ids = itertools.count()
+
+    @property
+    def in_flight(self) -> int:
+        """Engine requests this replica holds (admitted ones, and their retries)."""
+        return self.admission.in_flight
 
     async def start(self) -> None:
         timeout = self.config.engine.startup_timeout_s
@@ -98,6 +128,7 @@ class TranslationService:
 
     def shutdown(self) -> None:
         self.ready = False
+        self.planner.shutdown()
         self.engine.shutdown()
 
     async def check_health(self) -> None:
@@ -106,14 +137,14 @@ class TranslationService:
     # -- requests -------------------------------------------------------------------------
 
     async def translate(self, request: TranslateRequest, request_id: str) -> TranslateResponse:
-        (document,) = await self._read([request])
-        if isinstance(document, ServiceError):
-            raise document
-        plan = self.flow.plan(request, document)
-        self._check_pieces(plan.engine_requests, TextTooLong)
-        with self._admit(plan.engine_requests):
-            async with self._deadline(request.timeout_s):
-                response = await self.flow.run(plan, request_id)
+        engine_id = self._engine_id(request_id)
+        async with self._deadline(self._deadline_of(request.timeout_s)) as budget:
+            (plan,) = await self._plan([request], budget)
+            if isinstance(plan, ServiceError):
+                raise plan
+            self._check_pieces(plan.engine_requests, TextTooLong)
+            with self.admission.admit(plan.engine_requests):
+                response = await self.flow.run(plan, engine_id)
         self.characters += len(plan.text)
         return response
 
@@ -128,18 +159,16 @@ class TranslationService:
                 f"A batch holds at most {self.limits.max_batch_items} items; "
                 f"got {len(request.items)}."
             )
-        documents = await self._read(request.items)
-        plans = [
-            self._plan_item(index, item, document)
-            for index, (item, document) in enumerate(zip(request.items, documents, strict=True))
-        ]
-        self.metrics.batch(len(plans))
-        n = sum(p.engine_requests for p in plans if isinstance(p, Plan))
-        self._check_pieces(n, BatchTooLarge)
-        with self._admit(n):
-            async with self._deadline(request.timeout_s):
+        engine_id = self._engine_id(request_id)
+        async with self._deadline(self._deadline_of(request.timeout_s)) as budget:
+            planned = await self._plan(request.items, budget)
+            plans = [_item_plan(i, p) for i, p in enumerate(planned)]
+            self.metrics.batch(len(plans))
+            n = sum(p.engine_requests for p in plans if isinstance(p, Plan))
+            self._check_pieces(n, BatchTooLarge)
+            with self.admission.admit(n):
                 results = await gather_all(
-                    [self._run_item(i, p, f"{request_id}-{i}") for i, p in enumerate(plans)]
+                    [self._run_item(i, p, f"{engine_id}-{i}") for i, p in enumerate(plans)]
                 )
         done = [r for r in results if isinstance(r, TranslateResponse)]
         usage = Usage(
@@ -153,17 +182,16 @@ class TranslationService:
     ) -> AsyncIterator[Event]:
         """Validates now (errors are plain 4xx answers), then streams events; errors once
         the stream has started are the stream's ``error`` event (see ``sse``)."""
-        (document,) = await self._read([request])
-        if isinstance(document, ServiceError):
-            raise document
-        plan = self.flow.plan(request, document)
+        deadline = self._deadline_of(request.timeout_s)
+        async with self._deadline(deadline) as budget:
+            (plan,) = await self._plan([request], budget)
+        if isinstance(plan, ServiceError):
+            raise plan
         self._check_pieces(plan.engine_requests, TextTooLong)
-        self._check_capacity(plan.engine_requests)
-        return self._stream(plan, request, request_id)
+        self.admission.check(plan.engine_requests)
+        return self._stream(plan, deadline, self._engine_id(request_id))
 
-    async def _stream(
-        self, plan: Plan, request: TranslateRequest, request_id: str
-    ) -> AsyncIterator[Event]:
+    async def _stream(self, plan: Plan, deadline: float, request_id: str) -> AsyncIterator[Event]:
         """Events from a producer task. The deadline must not span this generator's yields
         (its cancellation would land in whoever consumes the stream), so the producer owns
         admission and the deadline; closing the stream (client gone) cancels the producer,
@@ -172,8 +200,8 @@ class TranslationService:
 
         async def produce() -> None:
             try:
-                with self._admit(plan.engine_requests):
-                    async with self._deadline(request.timeout_s):
+                with self.admission.admit(plan.engine_requests):
+                    async with self._deadline(deadline):
                         async for event in self.flow.stream(plan, request_id):
                             queue.put_nowait(event)
                 self.characters += len(plan.text)
@@ -205,7 +233,8 @@ class TranslationService:
                 enabled=False, hits=0, misses=0, evictions=0, entries=0, bytes=0,
                 max_entries=c.max_entries, max_bytes=c.max_bytes,
             )  # fmt: skip
-        return CacheStatsResponse(enabled=True, **asdict(cache.stats()))
+        # The caller's own entries and lookups: another key's use is not its business.
+        return CacheStatsResponse(enabled=True, **asdict(cache.stats(current_key.get())))
 
     def pair_labels(self, items: Sequence[TextItem]) -> Pair:
         """Metric labels for a request's language pair: canonical codes ("auto" for a detected
@@ -230,31 +259,31 @@ class TranslationService:
 
     # -- steps ----------------------------------------------------------------------------
 
-    async def _read(self, items: Sequence[TextItem]) -> list[Document | ServiceError | None]:
-        """Each item's document (``markupflow.read_document``), read in a worker thread: the
-        work is proportional to the input. Plain texts without markup need no thread."""
-        if not any(needs_reading(item) for item in items):
-            return [None] * len(items)
-        return await asyncio.to_thread(self._read_all, items)
+    async def _plan(
+        self, items: Sequence[TextItem], budget: Budget
+    ) -> list[Plan | ServiceError]:
+        """Each item's plan (or its error), made in the planning pool after a cheap check:
+        a free engine slot for every item, and room for its characters in the pool's queue
+        (503 at once otherwise, before any work proportional to the text)."""
+        self.admission.check(len(items))
+        # A text over the limit is refused at its first step: it costs no more than that.
+        chars = [min(len(item.text), self.limits.max_text_chars + 1) for item in items]
+        jobs = [functools.partial(self._plan_one, item) for item in items]
+        return await self.planner.run_all(jobs, chars, budget)
 
-    def _read_all(self, items: Sequence[TextItem]) -> list[Document | ServiceError | None]:
-        out: list[Document | ServiceError | None] = []
-        for item in items:
-            try:
-                out.append(read_document(item, self.limits.max_text_chars))
-            except ServiceError as exc:
-                out.append(exc)
-        return out
-
-    def _plan_item(
-        self, index: int, item: TextItem, document: Document | ServiceError | None
-    ) -> Plan | ItemError:
+    def _plan_one(self, item: TextItem, budget: Budget) -> Plan | ServiceError:
+        """One item's plan (in a planning thread): its document when it is read as markup,
+        then ``textflow.plan``. Its own errors are returned, the deadline's raised."""
         try:
-            if isinstance(document, ServiceError):
-                raise document
-            return self.flow.plan(item, document)
+            budget.check()
+            document = (
+                read_document(item, self.limits.max_text_chars) if needs_reading(item) else None
+            )
+            return self.flow.plan(item, document, budget)
+        except DeadlineExceeded:
+            raise
         except ServiceError as exc:
-            return _item_error(index, exc)
+            return exc
 
     async def _run_item(
         self, index: int, plan: Plan | ItemError, request_id: str
@@ -267,6 +296,10 @@ class TranslationService:
             return _item_error(index, exc)
         self.characters += len(plan.text)
         return response
+
+    def _engine_id(self, request_id: str) -> str:
+        """The request's id in the engine: unique on this replica, whatever the client sent."""
+        return f"{request_id}.{next(self._ids)}"
 
     def _check_pieces(self, n: int, error: type[ServiceError]) -> None:
         """A request needing more engine requests than a replica ever holds can never run."""
@@ -282,42 +315,35 @@ class TranslationService:
             self.metrics.rejected("engine_unavailable")
             raise EngineUnavailable("The engine is not ready yet.", retry_after_s=5)
 
-    @contextmanager
-    def _admit(self, n: int) -> Iterator[None]:
-        """Counts engine requests in flight; refuses work beyond the replica's limit."""
-        self._check_capacity(n)
-        self.in_flight += n
-        self.metrics.load(self.in_flight)
-        try:
-            yield
-        finally:
-            self.in_flight -= n
-            self.metrics.load(self.in_flight)
-
-    def _check_capacity(self, n: int) -> None:
-        if self.in_flight + n > self.limits.max_engine_requests:
-            self.metrics.rejected("overloaded")
-            raise Overloaded(
-                "The server is at capacity; retry after the delay given in Retry-After.",
-                retry_after_s=self.limits.retry_after_s,
-            )
-
-    def _deadline(self, requested: float | None) -> AbstractAsyncContextManager[None]:
+    def _deadline_of(self, requested: float | None) -> float:
+        """The request's deadline (``time.monotonic`` seconds) from its ``timeout_s``."""
         seconds = min(requested or self.limits.request_timeout_s, self.limits.max_request_timeout_s)
-        return _deadline(seconds)
+        return time.monotonic() + seconds
+
+    def _deadline(self, deadline: float) -> AbstractAsyncContextManager[Budget]:
+        return _deadline(deadline)
 
 
 @asynccontextmanager
-async def _deadline(seconds: float) -> AsyncIterator[None]:
-    """``asyncio.timeout`` that surfaces as a 504; cancelling aborts the engine requests."""
-    timeout = asyncio.timeout(seconds)
+async def _deadline(deadline: float) -> AsyncIterator[Budget]:
+    """``asyncio.timeout`` at ``deadline`` that surfaces as a 504; cancelling aborts the
+    engine requests and stops the planning (its ``Budget``)."""
+    budget = Budget(deadline)
+    loop = asyncio.get_running_loop()
+    timeout = asyncio.timeout_at(loop.time() + (deadline - time.monotonic()))
     try:
         async with timeout:
-            yield
+            yield budget
     except TimeoutError as exc:
         if not timeout.expired():
             raise
-        raise DeadlineExceeded(f"The translation did not finish within {seconds:g}s.") from exc
+        raise DeadlineExceeded("The translation did not finish within its deadline.") from exc
+    finally:
+        budget.cancelled.set()
+
+
+def _item_plan(index: int, plan: Plan | ServiceError) -> Plan | ItemError:
+    return _item_error(index, plan) if isinstance(plan, ServiceError) else plan
 
 
 def _item_error(index: int, exc: ServiceError) -> ItemError:

@@ -33,7 +33,13 @@ from serve_app.core.errors import (
 )
 from serve_app.core.metrics import ServiceMetrics
 from serve_app.core.schemas import TextItem, TranslateResponse, Usage
-from serve_app.engine.protocol import GenerationChunk, GenerationRequest, TranslationEngine
+from serve_app.engine.protocol import (
+    Generation,
+    GenerationChunk,
+    GenerationRequest,
+    TranslationEngine,
+)
+from serve_app.translation.admission import Admission
 from serve_app.translation.cache import CachedTranslation, TranslationCache, request_key
 from serve_app.translation.detect import Candidate, LanguageDetector
 from serve_app.translation.families import PromptFamily, PromptOptions, effective_sampling
@@ -41,6 +47,7 @@ from serve_app.translation.languages import Language, LanguageRegistry
 from serve_app.translation.markup import Document
 from serve_app.translation.markupflow import MarkupFlow
 from serve_app.translation.piece import PieceOutput, gather_all, unstuck
+from serve_app.translation.planning import Budget
 from serve_app.translation.segment import Split, split_sentences, split_text
 
 logger = logging.getLogger("ray.serve.translator")
@@ -65,6 +72,7 @@ class Plan:
     split: Split | None = None
     jobs: tuple[GenerationRequest, ...] = ()
     document: Document | None = None  # markup (``markupflow``): its segments are translated
+    owner: str = ""  # the API key that asked: the cache entry is its own
 
     @property
     def engine_requests(self) -> int:
@@ -80,6 +88,7 @@ class TextTranslator:
         languages: LanguageRegistry,
         metrics: ServiceMetrics,
         require_ready: Callable[[], None],
+        admission: Admission,
     ) -> None:
         self.config = config
         self.limits = config.limits
@@ -89,13 +98,19 @@ class TextTranslator:
         self.languages = languages
         self.metrics = metrics
         self.require_ready = require_ready
+        self.admission = admission
         self.detector = LanguageDetector()
         c = config.cache
         self.cache = TranslationCache(c.max_entries, c.max_bytes) if c.enabled else None
 
     # -- planning -------------------------------------------------------------------------
 
-    def plan(self, item: TextItem, document: Document | None = None) -> Plan:
+    def plan(
+        self, item: TextItem, document: Document | None = None, budget: Budget | None = None
+    ) -> Plan:
+        """Runs in a planning thread (``planning``): its work is proportional to the text;
+        ``budget`` (the request's deadline) is checked between steps."""
+        budget = budget or Budget(math.inf)
         text = item.text
         if not text.strip():
             raise InvalidRequest("Invalid request: text must not be empty or whitespace only.")
@@ -104,16 +119,19 @@ class TextTranslator:
                 f"Text has {len(text)} characters; the limit is {self.limits.max_text_chars}."
             )
         target = self.languages.resolve(item.target_lang)
+        budget.check()
         source, detected = self._source(item.source_lang, text)
         self.languages.resolve_pair(source.code, target.code)
         options = self._options(item)
         markup = [item.format, item.tag_options and item.tag_options.model_dump()]
-        key = None
+        key, owner = None, current_key.get()
         if self.cache is not None and item.cache:
             parts = (source.code, target.code, options, markup, text)
-            key = request_key(self.config, self.sampling, *parts, current_key.get())
-        cached = self._lookup(key)
-        plan = Plan(text, source, target, detected, options, key, cached, document=document)
+            key = request_key(self.config, self.sampling, *parts, owner)
+        cached = self._lookup(key, owner)
+        plan = Plan(
+            text, source, target, detected, options, key, cached, document=document, owner=owner
+        )
         if cached is not None:
             return plan
         self.require_ready()
@@ -121,10 +139,11 @@ class TextTranslator:
             return plan
         # Splitting has counted each piece's tokens already: count each text once (the
         # tokenizer was the replica's largest CPU cost per request).
-        count = functools.lru_cache(maxsize=256)(self.engine.count_tokens)
+        count = functools.lru_cache(maxsize=256)(budget.counting(self.engine.count_tokens))
         split = split_text(text, self.limits.max_input_tokens, count)
         jobs = tuple(self._generation(plan, piece.text, count) for piece in split.pieces)
-        return Plan(text, source, target, detected, options, key, None, split, jobs)
+        budget.check()
+        return Plan(text, source, target, detected, options, key, None, split, jobs, owner=owner)
 
     def detect(self, text: str) -> list[tuple[Language, float]]:
         """Offered languages ``text`` may be in, likeliest first, with confidences."""
@@ -161,10 +180,10 @@ class TextTranslator:
             )
         return options
 
-    def _lookup(self, key: str | None) -> CachedTranslation | None:
+    def _lookup(self, key: str | None, owner: str) -> CachedTranslation | None:
         if key is None or self.cache is None:
             return None
-        hit = self.cache.get(key)
+        hit = self.cache.get(key, owner)
         self.metrics.cache(hit is not None)
         return hit
 
@@ -199,6 +218,19 @@ class TextTranslator:
         return max_tokens
 
     # -- translating ----------------------------------------------------------------------
+
+    async def generate(self, job: GenerationRequest, request_id: str) -> Generation:
+        """One engine request, counted by admission (``admission.slot``): every engine
+        request of the flow goes through here or ``generate_stream``."""
+        async with self.admission.slot():
+            return await self.engine.generate(job, request_id)
+
+    async def generate_stream(
+        self, job: GenerationRequest, request_id: str
+    ) -> AsyncIterator[GenerationChunk]:
+        async with self.admission.slot():
+            async for chunk in self.engine.generate_stream(job, request_id):
+                yield chunk
 
     async def run(self, plan: Plan, request_id: str) -> TranslateResponse:
         if plan.cached is not None:
@@ -249,7 +281,7 @@ class TextTranslator:
         self, plan: Plan, text: str, job: GenerationRequest, request_id: str
     ) -> PieceOutput:
         """One generation of a piece, cleaned; ``truncated`` if it ran to its token limit."""
-        result = await self.engine.generate(job, request_id)
+        result = await self.generate(job, request_id)
         timings = (result.queue_s, result.ttft_s)
         self._record(plan, text, result.input_tokens, result.output_tokens, *timings)
         return PieceOutput(
@@ -300,7 +332,7 @@ class TextTranslator:
         for attempt, attempt_id in ((job, rid), (unstuck(job), f"{rid}-u")):
             last: GenerationChunk | None = None
             cleaner = self.family.stream_cleaner(text)
-            async for chunk in self.engine.generate_stream(attempt, attempt_id):
+            async for chunk in self.generate_stream(attempt, attempt_id):
                 last = chunk
                 if delta := cleaner.feed(chunk.text):
                     yield "delta", {"text": delta, "segment": i}
@@ -318,7 +350,8 @@ class TextTranslator:
         done = CachedTranslation(
             split.join([o.text for o in outs]), len(outs), any(o.truncated for o in outs)
         )
-        self._store(plan, done)
+        if all(o.text.strip() for o in outs):  # a piece left empty is a failure, not kept
+            self._store(plan, done)
         usage = Usage(
             input_tokens=sum(o.input_tokens for o in outs),
             output_tokens=sum(o.output_tokens for o in outs),
@@ -358,8 +391,9 @@ class TextTranslator:
         self.metrics.translation(pair, len(text), input_tokens, output_tokens, queue_s, ttft_s)
 
     def _store(self, plan: Plan, done: CachedTranslation) -> None:
+        """Keeps a complete translation (``CachedTranslation.storable``) for its owner."""
         if self.cache is not None and plan.cache_key is not None:
-            self.cache.put(plan.cache_key, done)
+            self.cache.put(plan.cache_key, done, plan.owner)
 
     def _response(
         self,

@@ -384,6 +384,6 @@ async def test_closing_a_stream_aborts_its_engine_request(engine: FakeEngine) ->
             await asyncio.sleep(0.001)
     assert service.in_flight == 1
     await stream.aclose()  # the client went away
-    assert engine.cancelled == ["gone"]
+    assert [i.split(".")[0] for i in engine.cancelled] == ["gone"]
     assert service.in_flight == 0
     assert engine.num_unfinished_requests() == 0
