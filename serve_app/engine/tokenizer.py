@@ -1,5 +1,14 @@
 """A Hugging Face tokenizer as the service uses it: prompts to token ids, lengths of texts,
-and texts made safe to place in a prompt (special tokens escaped).
+and texts made safe to place in a prompt (control tokens escaped).
+
+Control tokens are not only those marked ``special``: tokenizers add tokens that steer the
+model without the mark (Qwen3's ``<think>`` and ``</think>``, Qwen's ``<tool_call>`` and
+``<tool_response>``, the ``<|fim_prefix|>`` family). A client's text holding them would open
+a thinking block or a tool call inside the prompt. ``steering_tokens`` finds them: added
+tokens the chat template itself writes, and those of the ``<|...|>`` or ``[UPPER]`` control
+forms. Added tokens that are ordinary text (Gemma's HTML tags, whitespace runs) are left
+alone. Strings a prompt family gives a meaning of its own (Seed-X's target-language tags)
+are the family's to escape (``PromptFamily.control_strings``).
 
 It is the engine's tokenizer (vLLM's, or any Hugging Face tokenizer in the seeds' engines),
 shared so that prompt encoding and token counting are done one way everywhere.
@@ -24,7 +33,9 @@ class PromptTokenizer:
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
-        self._special = special_token_escaper(special_tokens(tokenizer))
+        self._special = special_token_escaper(
+            special_tokens(tokenizer) + steering_tokens(tokenizer)
+        )
         self._backend = rust_backend(tokenizer)
 
     def _ids(self, text: str, add_special_tokens: bool) -> list[int]:
@@ -67,6 +78,28 @@ def special_tokens(tokenizer: Any) -> list[str]:
     added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
     tokens += [t.content for t in added.values() if getattr(t, "special", False)]
     return tokens
+
+
+# Added tokens of these forms are control tokens whatever their ``special`` mark says.
+_CONTROL_FORM = re.compile(r"<\|[^|]*\|>|\[/?[A-Z][A-Z_]*\]")
+
+
+def steering_tokens(tokenizer: Any) -> list[str]:
+    """Added tokens not marked special that steer the model all the same: those its chat
+    template writes (``<think>``, ``<tool_call>``...) and those of a control form
+    (``<|fim_prefix|>``, ``[INST]``)."""
+    template = getattr(tokenizer, "chat_template", None) or ""
+    if isinstance(template, dict):  # named templates (tool use...)
+        template = "\n".join(map(str, template.values()))
+    added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+    found = []
+    for token in added.values():
+        content = str(getattr(token, "content", ""))
+        if getattr(token, "special", False) or len(content) < 2:
+            continue
+        if _CONTROL_FORM.fullmatch(content) or content in str(template):
+            found.append(content)
+    return found
 
 
 # U+2060 WORD JOINER: invisible, and no tokenizer's special token contains it.

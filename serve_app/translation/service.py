@@ -259,9 +259,7 @@ class TranslationService:
 
     # -- steps ----------------------------------------------------------------------------
 
-    async def _plan(
-        self, items: Sequence[TextItem], budget: Budget
-    ) -> list[Plan | ServiceError]:
+    async def _plan(self, items: Sequence[TextItem], budget: Budget) -> list[Plan | ServiceError]:
         """Each item's plan (or its error), made in the planning pool after a cheap check:
         a free engine slot for every item, and room for its characters in the pool's queue
         (503 at once otherwise, before any work proportional to the text)."""

@@ -39,6 +39,7 @@ from serve_app.engine.protocol import (
     GenerationRequest,
     TranslationEngine,
 )
+from serve_app.engine.tokenizer import escape_special_tokens, special_token_escaper
 from serve_app.translation.admission import Admission
 from serve_app.translation.cache import CachedTranslation, TranslationCache, request_key
 from serve_app.translation.detect import Candidate, LanguageDetector
@@ -99,6 +100,7 @@ class TextTranslator:
         self.metrics = metrics
         self.require_ready = require_ready
         self.admission = admission
+        self._family_controls = special_token_escaper(family.control_strings())
         self.detector = LanguageDetector()
         c = config.cache
         self.cache = TranslationCache(c.max_entries, c.max_bytes) if c.enabled else None
@@ -190,9 +192,10 @@ class TextTranslator:
     def _generation(
         self, plan: Plan, text: str, count: Callable[[str], int] | None = None, markup: bool = False
     ) -> GenerationRequest:
-        # Everything a client wrote enters the prompt as data: special-token strings in it
-        # are escaped, so no text, context or glossary term can close the user's turn.
-        data = self.engine.as_data
+        # Everything a client wrote enters the prompt as data: control-token strings in it
+        # (the tokenizer's, the family's own) are escaped, so no text, context or glossary
+        # term can close the user's turn, open a thinking block or change the target.
+        data = self.as_data
         options = plan.options.for_text(text)
         options = PromptOptions(
             tuple((data(s), data(t)) for s, t in options.glossary),
@@ -207,6 +210,9 @@ class TextTranslator:
         stop = self.family.stop_sequences(text)
         priority = engine_priority.get()
         return GenerationRequest.sampled(prompt_ids, max_tokens, self.sampling, stop, priority)
+
+    def as_data(self, text: str) -> str:
+        return escape_special_tokens(self.engine.as_data(text), self._family_controls)
 
     def _max_output_tokens(self, n_text: int, n_prompt: int) -> int:
         lim = self.limits

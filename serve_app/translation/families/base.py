@@ -95,6 +95,11 @@ class PromptFamily(ABC):
         that strips it keeps it too)."""
         return tuple(s for s in self.stop if s not in source)
 
+    def control_strings(self) -> tuple[str, ...]:
+        """Strings this family's prompt gives a meaning of its own (besides the tokenizer's
+        control tokens): a client's text holding one is escaped, so it stays data."""
+        return ()
+
     def clean(self, output: str, source: str) -> str:
         """The model's output without the wrapping this family's models add."""
         return hygiene.clean(output, source, self.rules)

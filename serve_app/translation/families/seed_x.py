@@ -48,6 +48,11 @@ class SeedXPrompts(PromptFamily):
     stream_hold: ClassVar[int] = 12  # a target tag "<pt-BR>", or "[COT]" arriving
     stop: ClassVar[tuple[str, ...]] = (hygiene.COT_MARK,)
 
+    def control_strings(self) -> tuple[str, ...]:
+        """The target-language tags (``<zh>``: a text holding ``<de>`` could redirect the
+        translation) and ``[COT]``."""
+        return (*self.stop, *(f"<{code}>" for code in self.languages))
+
     def build(
         self, source: Language, target: Language, text: str, options: PromptOptions = NO_OPTIONS
     ) -> Prompt:

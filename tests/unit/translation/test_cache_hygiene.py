@@ -4,7 +4,6 @@ token limit, streamed or not, nor an empty or degenerate one), and each API key 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -66,7 +65,8 @@ def test_the_cache_refuses_incomplete_entries() -> None:
     cache.put("cut", CachedTranslation("Hal", 1, truncated=True))
     cache.put("empty", CachedTranslation(" ", 1, truncated=False))
     cache.put("good", CachedTranslation("Hallo", 1, truncated=False))
-    assert cache.get("cut") is None and cache.get("empty") is None
+    assert cache.get("cut") is None
+    assert cache.get("empty") is None
     assert cache.get("good") is not None
 
 
@@ -94,5 +94,3 @@ async def test_cache_stats_show_a_key_its_own_use_only(two_keys) -> None:
     assert (mine["entries"], mine["hits"], mine["misses"]) == (1, 1, 1)
     theirs = (await two_keys.get("/cache", headers=b)).json()
     assert (theirs["entries"], theirs["hits"], theirs["misses"], theirs["bytes"]) == (0, 0, 0, 0)
-
-
