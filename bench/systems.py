@@ -97,6 +97,8 @@ def bench_app_config(
         "model_name": "bench",
         # Every request is engine work, as in the peers compared (none has a cache).
         "cache": {"enabled": False},
+        # The load generator sends no key (the benchmark's port is the loopback's).
+        "security": {"api_keys_env": None},
     }
     return AppConfig.model_validate(merge_config(args, overrides))
 

@@ -213,3 +213,19 @@ def test_capacity_cli_prints_the_plan(capsys: pytest.CaptureFixture[str]) -> Non
 
     assert main(["--rps-per-replica", "10", "--target", "100"]) == 0
     assert "15 replicas on 16 nodes" in capsys.readouterr().out
+
+
+def test_production_asks_for_keys_and_the_manifest_sets_them(manifest: dict[str, Any]) -> None:
+    """Port 8000 of the production config is public: it names its keys' variable (a replica
+    without it does not start), and every GPU pod gets it from a Secret that is not optional.
+    The CPU config (development, loopback) and so the demo start without keys."""
+    args = load_serve_config(ROOT / "serve_config.yaml")["applications"][0]["args"]
+    variable = args["security"]["api_keys_env"]
+    for group in manifest["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
+        (container,) = group["template"]["spec"]["containers"]
+        env = {e["name"]: e for e in container["env"]}
+        secret = env[variable]["valueFrom"]["secretKeyRef"]
+        assert secret["name"] and secret["key"]
+        assert not secret.get("optional", False)
+    cpu = load_serve_config(ROOT / "serve_config.cpu.yaml")["applications"][0]["args"]
+    assert "security" not in cpu
