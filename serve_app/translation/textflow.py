@@ -143,9 +143,20 @@ class TextTranslator:
         # tokenizer was the replica's largest CPU cost per request).
         count = functools.lru_cache(maxsize=256)(budget.counting(self.engine.count_tokens))
         split = split_text(text, self.limits.max_input_tokens, count)
+        self._check_pieces(len(split.pieces))
         jobs = tuple(self._generation(plan, piece.text, count) for piece in split.pieces)
         budget.check()
         return Plan(text, source, target, detected, options, key, None, split, jobs, owner=owner)
+
+    def _check_pieces(self, n: int) -> None:
+        """A text needing more engine requests than a replica ever holds can never run:
+        refused before its pieces' prompts are built."""
+        if n > self.limits.max_engine_requests:
+            raise TextTooLong(
+                f"The text needs {n} engine requests (pieces of "
+                f"{self.limits.max_input_tokens} tokens); a replica holds at most "
+                f"{self.limits.max_engine_requests}."
+            )
 
     def detect(self, text: str) -> list[tuple[Language, float]]:
         """Offered languages ``text`` may be in, likeliest first, with confidences."""

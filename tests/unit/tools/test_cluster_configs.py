@@ -225,7 +225,8 @@ def test_production_asks_for_keys_and_the_manifest_sets_them(manifest: dict[str,
         (container,) = group["template"]["spec"]["containers"]
         env = {e["name"]: e for e in container["env"]}
         secret = env[variable]["valueFrom"]["secretKeyRef"]
-        assert secret["name"] and secret["key"]
+        assert secret["name"]
+        assert secret["key"]
         assert not secret.get("optional", False)
     cpu = load_serve_config(ROOT / "serve_config.cpu.yaml")["applications"][0]["args"]
     assert "security" not in cpu

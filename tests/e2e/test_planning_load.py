@@ -1,0 +1,83 @@
+"""Planning never blocks a replica, through the real stack: while the longest text allowed
+and the largest batch of them are planned (detection, tokenization, splitting, prompts),
+``/healthz`` keeps answering (p99 < 100 ms), and a request that cannot be planned within its
+deadline answers 504 by then.
+
+Before: planning ran on the replica's event loop, and splitting an unbroken run re-tokenized
+the rest of the text once per chunk: one such text held every request of its replica for
+about 17 s (the health probe included)."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+import httpx
+
+LONGEST = "的" * 100_000  # limits.max_text_chars; no space, no punctuation: one unbroken run
+BODY_LIMIT = 1 << 20  # security.max_body_bytes
+# As many of them as one batch body can carry (3 bytes a character in UTF-8).
+BATCH = (BODY_LIMIT - 4096) // (len(LONGEST.encode()) + 64)
+ITEM = {"source_lang": "zh", "target_lang": "en"}
+
+
+async def _probe(client: httpx.AsyncClient, url: str, stop: asyncio.Event) -> list[float]:
+    latencies = []
+    while not stop.is_set():
+        start = time.perf_counter()
+        r = await client.get(f"{url}/healthz")
+        latencies.append(time.perf_counter() - start)
+        assert r.status_code == 200
+        await asyncio.sleep(0.01)
+    return latencies
+
+
+async def _load(url: str) -> tuple[list[httpx.Response], list[float], float]:
+    """On each replica: the longest text and the largest batch of it, with /healthz probed
+    meanwhile."""
+    single = {**ITEM, "text": LONGEST}
+    batch = {"items": [{**ITEM, "text": LONGEST}] * BATCH}
+    async with httpx.AsyncClient(timeout=120) as client, httpx.AsyncClient(timeout=30) as probes:
+        stop = asyncio.Event()
+        prober = asyncio.create_task(_probe(probes, url, stop))
+        await asyncio.sleep(0.5)
+        start = time.monotonic()
+        sent = [client.post(f"{url}/translate", json=single) for _ in range(2)]
+        sent += [client.post(f"{url}/translate/batch", json=batch) for _ in range(2)]
+        responses = await asyncio.gather(*sent)
+        busy_s = time.monotonic() - start
+        stop.set()
+        latencies = await prober
+    return responses, latencies, busy_s
+
+
+def test_healthz_stays_fast_while_the_longest_texts_are_planned(served: str) -> None:
+    assert BATCH >= 3
+    responses, latencies, busy_s = asyncio.run(_load(served))
+    # Too many pieces for a replica (each text needs hundreds): refused once planned, never
+    # a 5xx, and fast (the quadratic split alone took 17 s per text).
+    assert [r.status_code for r in responses] == [413] * len(responses), [
+        r.text[:200] for r in responses
+    ]
+    assert busy_s < 30, busy_s
+    p99 = statistics.quantiles(latencies, n=100)[98]
+    assert len(latencies) >= 20, latencies
+    assert p99 < 0.1, (p99, max(latencies), len(latencies))
+
+
+def test_planning_past_the_deadline_answers_504_by_then(served: str) -> None:
+    body = {**ITEM, "text": LONGEST, "timeout_s": 0.2}
+    batch = {"items": [{**ITEM, "text": LONGEST}] * BATCH, "timeout_s": 0.2}
+    with httpx.Client(timeout=60) as client:
+        for path, payload in (("/translate", body), ("/translate/batch", batch)):
+            start = time.monotonic()
+            r = client.post(f"{served}{path}", json=payload)
+            took = time.monotonic() - start
+            assert r.status_code == 504, r.text[:300]
+            assert r.json()["error"]["code"] == "deadline_exceeded"
+            # The deadline, plus sending 300 KB-1 MB through the proxy on a busy machine.
+            assert took < 2.0, (path, took)
+        # The replica is free again: a short text is translated.
+        short = {**ITEM, "text": "你好", "timeout_s": 60}
+        assert client.post(f"{served}/translate", json=short).status_code == 200
