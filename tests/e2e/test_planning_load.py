@@ -81,3 +81,24 @@ def test_planning_past_the_deadline_answers_504_by_then(served: str) -> None:
         # The replica is free again: a short text is translated.
         short = {**ITEM, "text": "你好", "timeout_s": 60}
         assert client.post(f"{served}/translate", json=short).status_code == 200
+
+
+def test_requests_sharing_a_client_request_id_do_not_collide(served: str) -> None:
+    """Engine request ids are the client's id plus the replica's own number: concurrent
+    requests sent with one X-Request-ID are separate engine requests, all answered."""
+
+    async def scenario() -> list[httpx.Response]:
+        body = {"text": "Hello world, how are you?", "source_lang": "en", "target_lang": "de"}
+        headers = {"X-Request-ID": "same-client-id"}
+        async with httpx.AsyncClient(timeout=120) as client:
+            return await asyncio.gather(
+                *(
+                    client.post(
+                        f"{served}/translate", json={**body, "cache": False}, headers=headers
+                    )
+                    for _ in range(6)
+                )
+            )
+
+    responses = asyncio.run(scenario())
+    assert [r.status_code for r in responses] == [200] * 6, [r.text[:200] for r in responses]
