@@ -3,7 +3,8 @@
 ``read_document`` (synchronous, proportional to the input: the service runs it in a thread)
 parses an item's text by its ``format``; plain text with nothing to protect needs no
 document and takes ``textflow``'s usual path. ``MarkupFlow.run`` translates every segment
-concurrently. A segment with tags is sent once with its placeholders, in the family's
+concurrently (each segment's tokenizing and prompts in a worker thread: they are
+proportional to it). A segment with tags is sent once with its placeholders, in the family's
 formatted-translation prompt; if the answer does not hold every placeholder exactly once,
 properly nested (or was cut short, or the segment is longer than one prompt takes), the
 segment falls back: its text runs between tags are translated one by one as plain text and
@@ -14,6 +15,7 @@ says how many segments fell back.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from dataclasses import dataclass
@@ -24,9 +26,10 @@ from serve_app.core.schemas import MarkupInfo, TextItem, TranslateResponse, Usag
 from serve_app.translation.cache import CachedTranslation
 from serve_app.translation.markup import Document, MarkupOptions, Segment, parse, protect
 from serve_app.translation.piece import gather_all
-from serve_app.translation.segment import split_text
+from serve_app.translation.segment import Split, split_text
 
 if TYPE_CHECKING:
+    from serve_app.engine.protocol import GenerationRequest
     from serve_app.translation.textflow import Plan, TextTranslator
 
 logger = logging.getLogger("ray.serve.translator")
@@ -117,10 +120,10 @@ class MarkupFlow:
             return await self._runs(plan, segment, request_id, fell_back=False)
         family, flow = self.flow.family, self.flow
         source = segment.source(family.placeholders)
-        count = functools.lru_cache(maxsize=64)(flow.engine.count_tokens)
-        if count(source) > flow.limits.max_input_tokens:
+        # Tokenizing is proportional to the segment: done off the event loop.
+        job = await asyncio.to_thread(self._tagged_job, plan, source)
+        if job is None:
             return await self._runs(plan, segment, request_id, fell_back=True)
-        job = flow._generation(plan, source, count, markup=True)
         result = await flow.generate(job, request_id)
         timings = (result.queue_s, result.ttft_s)
         flow._record(plan, source, result.input_tokens, result.output_tokens, *timings)
@@ -138,6 +141,22 @@ class MarkupFlow:
             fallback.truncated,
             fell_back=True,
         )
+
+    def _tagged_job(self, plan: Plan, source: str) -> GenerationRequest | None:
+        """The formatted-translation request of a segment, or None if it is over one
+        prompt's tokens (its runs are then translated one by one)."""
+        flow = self.flow
+        count = functools.lru_cache(maxsize=64)(flow.engine.count_tokens)
+        if count(source) > flow.limits.max_input_tokens:
+            return None
+        return flow._generation(plan, source, count, markup=True)
+
+    def _plain_jobs(self, plan: Plan, text: str) -> tuple[Split, list[GenerationRequest]]:
+        """A plain run's pieces and their requests (in a thread: proportional to the run)."""
+        flow = self.flow
+        count = functools.lru_cache(maxsize=64)(flow.engine.count_tokens)
+        split = split_text(text, flow.limits.max_input_tokens, count)
+        return split, [flow._generation(plan, p.text, count) for p in split.pieces]
 
     async def _runs(
         self, plan: Plan, segment: Segment, request_id: str, fell_back: bool
@@ -158,14 +177,11 @@ class MarkupFlow:
     async def _plain(self, plan: Plan, text: str, request_id: str) -> SegmentOut:
         """Plain text, split into pieces when it is longer than one prompt takes."""
         flow = self.flow
-        count = functools.lru_cache(maxsize=64)(flow.engine.count_tokens)
-        split = split_text(text, flow.limits.max_input_tokens, count)
+        split, jobs = await asyncio.to_thread(self._plain_jobs, plan, text)
         outs = await gather_all(
             [
-                flow._piece(
-                    plan, p.text, flow._generation(plan, p.text, count), f"{request_id}-p{i}"
-                )
-                for i, p in enumerate(split.pieces)
+                flow._piece(plan, p.text, job, f"{request_id}-p{i}")
+                for i, (p, job) in enumerate(zip(split.pieces, jobs, strict=True))
             ]
         )
         return SegmentOut(

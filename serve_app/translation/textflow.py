@@ -7,13 +7,16 @@ the pieces concurrently, cleans each output (``hygiene``), re-splits a piece who
 translation ran out of tokens at its sentence ends (a single sentence that still does keeps
 what it translated and is reported as ``truncated``), reassembles the text with its original
 whitespace and fills the cache. ``stream`` does the same piece after piece, yielding the text
-as it is generated. A piece stuck in a blank loop is decoded once more (``piece``), never
-answered with an empty translation.
+as it is generated. Every engine request goes through ``generate`` or ``generate_stream``, on
+a slot that admission counts (``admission``), re-splits included; their tokenizing runs in a
+worker thread, never on the event loop. A piece stuck in a blank loop is decoded once more
+(``piece``), never answered with an empty translation.
 A text read as markup (a ``document``: HTML, XML, Markdown, variables) goes to ``markupflow``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import math
@@ -274,16 +277,17 @@ class TextTranslator:
             return out.then(await self._decode(plan, text, unstuck(job), f"{request_id}-u"))
         if not out.truncated:
             return out
-        halves = split_sentences(text, self.engine.count_tokens) if depth < _MAX_RESPLITS else None
-        if halves is None:
+        resplit = (
+            await asyncio.to_thread(self._resplit, plan, text) if depth < _MAX_RESPLITS else None
+        )
+        if resplit is None:
             logger.warning("request %s: a translation hit the output token limit", request_id)
             return out
+        halves, jobs = resplit
         subs = await gather_all(
             [
-                self._piece(
-                    plan, p.text, self._generation(plan, p.text), f"{request_id}-r{i}", depth + 1
-                )
-                for i, p in enumerate(halves.pieces)
+                self._piece(plan, p.text, job, f"{request_id}-r{i}", depth + 1)
+                for i, (p, job) in enumerate(zip(halves.pieces, jobs, strict=True))
             ]
         )
         joined = halves.join([s.text for s in subs])
@@ -293,6 +297,14 @@ class TextTranslator:
             out.output_tokens + sum(s.output_tokens for s in subs),
             any(s.truncated for s in subs),
         )
+
+    def _resplit(self, plan: Plan, text: str) -> tuple[Split, list[GenerationRequest]] | None:
+        """A piece's halves at sentence ends and their requests, or None for one sentence
+        (in a worker thread: tokenizing is proportional to the piece)."""
+        halves = split_sentences(text, self.engine.count_tokens)
+        if halves is None:
+            return None
+        return halves, [self._generation(plan, p.text) for p in halves.pieces]
 
     async def _decode(
         self, plan: Plan, text: str, job: GenerationRequest, request_id: str
