@@ -1,7 +1,7 @@
 """Planning never blocks a replica, through the real stack: while the longest text allowed
 and the largest batch of them are planned (detection, tokenization, splitting, prompts),
-``/healthz`` keeps answering (p99 < 100 ms on a quiet machine), and a request that cannot be planned within its
-deadline answers 504 by then.
+``/healthz`` keeps answering (p99 < 100 ms on a quiet machine), and a request that cannot
+be planned within its deadline answers 504 by then.
 
 Before: planning ran on the replica's event loop, and splitting an unbroken run re-tokenized
 the rest of the text once per chunk: one such text held every request of its replica for
