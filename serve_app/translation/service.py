@@ -81,7 +81,7 @@ class TranslationService:
         self.in_flight = 0
         self.characters = 0  # translated by this replica (DeepL's /v2/usage)
         self.flow = TextTranslator(
-            config, engine, self.family, self.languages, self.metrics, self._require_ready
+            config, engine, self.family, self.languages, self.metrics, self.require_ready
         )
 
     async def start(self) -> None:
@@ -111,8 +111,8 @@ class TranslationService:
             raise document
         plan = self.flow.plan(request, document)
         self._check_pieces(plan.engine_requests, TextTooLong)
-        with self._admit(plan.engine_requests):
-            async with self._deadline(request.timeout_s):
+        with self.admit(plan.engine_requests):
+            async with self.deadline(request.timeout_s):
                 response = await self.flow.run(plan, request_id)
         self.characters += len(plan.text)
         return response
@@ -136,8 +136,8 @@ class TranslationService:
         self.metrics.batch(len(plans))
         n = sum(p.engine_requests for p in plans if isinstance(p, Plan))
         self._check_pieces(n, BatchTooLarge)
-        with self._admit(n):
-            async with self._deadline(request.timeout_s):
+        with self.admit(n):
+            async with self.deadline(request.timeout_s):
                 results = await gather_all(
                     [self._run_item(i, p, f"{request_id}-{i}") for i, p in enumerate(plans)]
                 )
@@ -158,7 +158,7 @@ class TranslationService:
             raise document
         plan = self.flow.plan(request, document)
         self._check_pieces(plan.engine_requests, TextTooLong)
-        self._check_capacity(plan.engine_requests)
+        self.check_capacity(plan.engine_requests)
         return self._stream(plan, request, request_id)
 
     async def _stream(
@@ -172,8 +172,8 @@ class TranslationService:
 
         async def produce() -> None:
             try:
-                with self._admit(plan.engine_requests):
-                    async with self._deadline(request.timeout_s):
+                with self.admit(plan.engine_requests):
+                    async with self.deadline(request.timeout_s):
                         async for event in self.flow.stream(plan, request_id):
                             queue.put_nowait(event)
                 self.characters += len(plan.text)
@@ -277,15 +277,15 @@ class TranslationService:
                 f"{self.limits.max_engine_requests}."
             )
 
-    def _require_ready(self) -> None:
+    def require_ready(self) -> None:
         if not self.ready:
             self.metrics.rejected("engine_unavailable")
             raise EngineUnavailable("The engine is not ready yet.", retry_after_s=5)
 
     @contextmanager
-    def _admit(self, n: int) -> Iterator[None]:
+    def admit(self, n: int) -> Iterator[None]:
         """Counts engine requests in flight; refuses work beyond the replica's limit."""
-        self._check_capacity(n)
+        self.check_capacity(n)
         self.in_flight += n
         self.metrics.load(self.in_flight)
         try:
@@ -294,7 +294,7 @@ class TranslationService:
             self.in_flight -= n
             self.metrics.load(self.in_flight)
 
-    def _check_capacity(self, n: int) -> None:
+    def check_capacity(self, n: int) -> None:
         if self.in_flight + n > self.limits.max_engine_requests:
             self.metrics.rejected("overloaded")
             raise Overloaded(
@@ -302,7 +302,7 @@ class TranslationService:
                 retry_after_s=self.limits.retry_after_s,
             )
 
-    def _deadline(self, requested: float | None) -> AbstractAsyncContextManager[None]:
+    def deadline(self, requested: float | None) -> AbstractAsyncContextManager[None]:
         seconds = min(requested or self.limits.request_timeout_s, self.limits.max_request_timeout_s)
         return _deadline(seconds)
 
