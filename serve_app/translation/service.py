@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, suppress
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from serve_app.core.config import AppConfig
 from serve_app.core.errors import (
@@ -192,6 +192,33 @@ class TranslationService:
             with suppress(asyncio.CancelledError):
                 await producer
 
+    async def alternatives(
+        self, items: Sequence[TextItem], k: int, request_id: str
+    ) -> list[list[str]]:
+        """``k`` sampled translations of each plain-text item (markup items: none), the
+        cache bypassed, decoded at ``ALTERNATIVE_TEMPERATURE`` at least, so that they are
+        other translations, not copies of the first (``ClientError`` of an item: none for
+        it). Duplicates are the caller's to drop."""
+        plans = [self._plain_plan(item) for item in items]
+        sampled = [_sampled(p) for p in plans if p is not None for _ in range(k)]
+        n = sum(p.engine_requests for p in sampled)
+        with self.admit(n):
+            async with self.deadline(None):
+                done = await gather_all(
+                    [self.flow.run(p, f"{request_id}-a{i}") for i, p in enumerate(sampled)]
+                )
+        answers = iter(r.translation for r in done)
+        return [[next(answers) for _ in range(k)] if p is not None else [] for p in plans]
+
+    def _plain_plan(self, item: TextItem) -> Plan | None:
+        """The plan of a plain text item (no markup, variables or URLs), cache off."""
+        if needs_reading(item):
+            return None
+        try:
+            return self.flow.plan(item.model_copy(update={"cache": False}))
+        except ClientError:
+            return None
+
     def detect(self, text: str) -> list[tuple[Language, float]]:
         if not text.strip():
             raise InvalidRequest("Invalid request: text must not be empty or whitespace only.")
@@ -318,6 +345,19 @@ async def _deadline(seconds: float) -> AsyncIterator[None]:
         if not timeout.expired():
             raise
         raise DeadlineExceeded(f"The translation did not finish within {seconds:g}s.") from exc
+
+
+# Alternatives are sampled at this temperature at least (greedy decoding would repeat the
+# first translation).
+ALTERNATIVE_TEMPERATURE = 0.8
+
+
+def _sampled(plan: Plan) -> Plan:
+    """``plan`` decoded by sampling."""
+    jobs = tuple(
+        replace(j, temperature=max(j.temperature, ALTERNATIVE_TEMPERATURE)) for j in plan.jobs
+    )
+    return replace(plan, jobs=jobs)
 
 
 def _item_error(index: int, exc: ServiceError) -> ItemError:
