@@ -176,3 +176,25 @@ async def test_bad_deepl_option_values_are_400(
 )
 def test_preserve(source: str, translation: str, kept: str) -> None:
     assert preserve(source, translation) == kept
+
+
+async def test_deepl_rack_style_form_arrays_as_mastodon_posts_them(
+    client: httpx.AsyncClient,
+) -> None:
+    # Mastodon's DeepL provider: http.rb's form encoder writes arrays as text[]=..., and a
+    # nil source_lang as a bare key.
+    body = (
+        b"text%5B%5D=%3Cp%3Eone%3C%2Fp%3E&text%5B%5D=two"
+        b"&source_lang&target_lang=de&tag_handling=html"
+    )
+    headers = AUTH | {"content-type": "application/x-www-form-urlencoded"}
+    r = await client.post("/v2/translate", content=body, headers=headers)
+    assert r.status_code == 200, r.text
+    assert [t["text"] for t in r.json()["translations"]] == ["<p>ONE</p>", "TWO"]
+
+
+async def test_libre_rack_style_q_is_a_list(client: httpx.AsyncClient) -> None:
+    form = {"q[]": ["one", "two"], "source": "en", "target": "de"}
+    r = await client.post(f"{LT}/translate", data=form)
+    assert r.status_code == 200, r.text
+    assert r.json()["translatedText"] == ["ONE", "TWO"]
