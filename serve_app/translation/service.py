@@ -202,6 +202,7 @@ class TranslationService:
         plans = [self._plain_plan(item) for item in items]
         sampled = [_sampled(p) for p in plans if p is not None for _ in range(k)]
         n = sum(p.engine_requests for p in sampled)
+        self._check_pieces(n, BatchTooLarge)
         with self.admit(n):
             async with self.deadline(None):
                 done = await gather_all(

@@ -64,6 +64,7 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
                   glossary_id=glossary_id)
         for t in q
     ]  # fmt: skip
+    _check_capacity(service, len(items), k)
     items = await apply_glossaries(request, service, items)
     batch = BatchTranslateRequest(items=items)
     results = all_translated(await translate_batch_charged(service, request, batch, True))
@@ -82,6 +83,15 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
 
 # LibreTranslate's default --alternatives-limit.
 MAX_ALTERNATIVES = 3
+
+
+def _check_capacity(service: TranslationService, texts: int, k: int) -> None:
+    """Texts and their alternatives must fit in what a replica runs at once."""
+    if k and texts * (k + 1) > service.limits.max_engine_requests:
+        raise InvalidRequest(
+            f"Invalid request: {texts} texts with {k} alternatives each need more "
+            f"than the {service.limits.max_engine_requests} translations a server runs at once"
+        )
 
 
 def _alternatives_count(params: Params, array: bool) -> int:

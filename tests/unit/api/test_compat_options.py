@@ -198,3 +198,15 @@ async def test_libre_rack_style_q_is_a_list(client: httpx.AsyncClient) -> None:
     r = await client.post(f"{LT}/translate", data=form)
     assert r.status_code == 200, r.text
     assert r.json()["translatedText"] == ["ONE", "TWO"]
+
+
+async def test_alternatives_beyond_the_replicas_capacity_are_400_before_work(
+    engine: FakeEngine,
+) -> None:
+    limits = {"max_engine_requests": 8, "max_batch_items": 8}
+    async with await client_for(engine, limits=limits) as c:
+        body = {"q": ["a b", "c d", "e f"], "source": "en", "target": "de", "alternatives": 3}
+        r = await c.post(f"{LT}/translate", json=body)
+    assert r.status_code == 400
+    assert "alternatives" in r.json()["error"]
+    assert engine.requests == []

@@ -253,17 +253,24 @@ async def test_keys_are_bearer_tokens(engine: FakeEngine, monkeypatch: pytest.Mo
 
 
 async def test_overload_is_503_with_retry_after(engine: FakeEngine) -> None:
+    engine.hold = asyncio.Event()
     http, metrics = await http_for(engine, limits={"max_engine_requests": 2, "max_batch_items": 2})
     async with http:
-        r = await http.post("/v1/chat/completions", json={"model": MODEL, "messages": ASK, "n": 3})
+        body = {"model": MODEL, "messages": ASK, "n": 2}
+        first = asyncio.create_task(http.post("/v1/chat/completions", json=body))
+        while len(engine.active) < 2:
+            await asyncio.sleep(0.01)
+        r = await http.post("/v1/chat/completions", json={"model": MODEL, "messages": ASK})
         assert r.status_code == 503
         assert r.headers["retry-after"] == "1"
         assert r.json()["error"]["type"] == "server_error"
-        body = {"model": MODEL, "messages": ASK, "n": 3, "stream": True}
-        r = await http.post("/v1/chat/completions", json=body)
+        r = await http.post("/v1/chat/completions", json=body | {"stream": True})
         assert r.status_code == 503  # refused before the stream starts
+        r = await http.post("/v1/chat/completions", json=body | {"n": 3})
+        assert r.status_code == 400  # never fits: not a retry
+        engine.hold.set()
+        assert (await first).status_code == 200
     assert metrics.rejections == ["overloaded", "overloaded"]
-    assert engine.requests == []
 
 
 async def test_deadline_is_504_and_aborts_the_engine_requests(engine: FakeEngine) -> None:

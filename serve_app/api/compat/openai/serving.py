@@ -80,6 +80,11 @@ class ChatServing:
     async def prepare(self, body: ChatCompletionRequest) -> Jobs:
         """The engine requests of ``body``, or the 4xx it deserves."""
         self.check_model(body.model)
+        if body.n > self.service.limits.max_engine_requests:
+            raise InvalidRequest(
+                f"n is too large: a replica holds {self.service.limits.max_engine_requests} "
+                "engine requests at most."
+            )
         characters = body.characters()
         limit = self.service.limits.max_text_chars
         if characters > limit:
