@@ -21,7 +21,10 @@ import httpx
 
 TIMEOUT = 300
 AUTH = {"Authorization": "DeepL-Auth-Key any-key"}
-STATUS = '<p>Good <em>morning</em>, <a href="https://ex.example/@ann">@ann</a>!</p>'
+STATUS = (
+    '<p>Good <em>morning</em>, <a href="https://ex.example/@ann">@ann</a>! The weather is '
+    "lovely today and we are going to the market with our friends.</p>"
+)
 _TAG = re.compile(r"<[^>]+>")
 
 
@@ -43,7 +46,7 @@ def test_mastodon_deepl_provider(served: str) -> None:
 
 def test_mastodon_libretranslate_provider(served: str) -> None:
     body = {
-        "q": [STATUS, "<p>See you tomorrow</p>"],
+        "q": [STATUS, "<p>See you tomorrow at the station, we will take the early train.</p>"],
         "source": "auto",
         "target": "de",
         "format": "html",
