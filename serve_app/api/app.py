@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from serve_app.api.compat.deepl import deepl_router
 from serve_app.api.compat.libre import libre_router
+from serve_app.api.compat.openai.router import openai_router
 from serve_app.api.documents import documents_router
 from serve_app.api.errors import install_error_handlers
 from serve_app.api.glossaries import glossaries_router
@@ -63,6 +64,8 @@ def _install_compat(
     compat = service.config.compat
     if compat.deepl:
         deepl_router(app, service, documents)
+    if compat.openai:
+        openai_router(app, service)
     if compat.libretranslate_prefix:
         libre_router(app, service, compat.libretranslate_prefix, documents)
 

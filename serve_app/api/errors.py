@@ -43,6 +43,7 @@ STATUS: dict[type[e.ServiceError], int] = {
     e.DeadlineExceeded: 504,
     e.NotFound: 404,
     e.GlossaryNotFound: 404,
+    e.ModelNotFound: 404,
     e.DocumentNotFound: 404,
     e.KeyNotFound: 404,
     e.InvalidGlossary: 400,

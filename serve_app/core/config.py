@@ -233,6 +233,9 @@ class CompatConfig(_Strict):
     """Drop-in endpoints for clients of other translation APIs."""
 
     deepl: bool = Field(True, description="Serve the DeepL API v2 subset under /v2.")
+    openai: bool = Field(
+        True, description="Serve the OpenAI API subset (/v1/models, /v1/chat/completions)."
+    )
     libretranslate_prefix: str | None = Field(
         "/libretranslate",
         pattern=r"^/[A-Za-z0-9_/-]*[A-Za-z0-9_-]$",

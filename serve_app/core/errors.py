@@ -105,6 +105,12 @@ class GlossaryNotFound(NotFound):
     code = "glossary_not_found"
 
 
+class ModelNotFound(NotFound):
+    """A model name this service does not serve (the OpenAI API's ``model``)."""
+
+    code = "model_not_found"
+
+
 class DocumentNotFound(NotFound):
     code = "document_not_found"
 

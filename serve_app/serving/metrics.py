@@ -59,6 +59,8 @@ class MetricBuffer:
         self.gauges: dict[Any, float] = {}
 
     def inc(self, metric: Any, value: float = 1, tags: dict[str, str] | None = None) -> None:
+        if value <= 0:  # Ray's counters refuse an increment of 0 (a chat completion's
+            return  # second choice counts no characters)
         self.counts[metric, tuple(tags.items()) if tags else ()] += value
 
     def observe(self, metric: Any, value: float, tags: dict[str, str] | None = None) -> None:

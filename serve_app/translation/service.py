@@ -22,7 +22,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from serve_app.core.config import AppConfig
 from serve_app.core.context import current_key
@@ -104,7 +104,7 @@ class TranslationService:
             self.family,
             self.languages,
             self.metrics,
-            self._require_ready,
+            self.require_ready,
             self.admission,
         )
         self._ids = itertools.count()
@@ -137,7 +137,7 @@ class TranslationService:
     # -- requests -------------------------------------------------------------------------
 
     async def translate(self, request: TranslateRequest, request_id: str) -> TranslateResponse:
-        engine_id = self._engine_id(request_id)
+        engine_id = self.engine_id(request_id)
         async with self._deadline(self._deadline_of(request.timeout_s)) as budget:
             (plan,) = await self._plan([request], budget)
             if isinstance(plan, ServiceError):
@@ -159,7 +159,7 @@ class TranslationService:
                 f"A batch holds at most {self.limits.max_batch_items} items; "
                 f"got {len(request.items)}."
             )
-        engine_id = self._engine_id(request_id)
+        engine_id = self.engine_id(request_id)
         async with self._deadline(self._deadline_of(request.timeout_s)) as budget:
             planned = await self._plan(request.items, budget)
             plans = [_item_plan(i, p) for i, p in enumerate(planned)]
@@ -189,7 +189,7 @@ class TranslationService:
             raise plan
         self._check_pieces(plan.engine_requests, TextTooLong)
         self.admission.check(plan.engine_requests)
-        return self._stream(plan, deadline, self._engine_id(request_id))
+        return self._stream(plan, deadline, self.engine_id(request_id))
 
     async def _stream(self, plan: Plan, deadline: float, request_id: str) -> AsyncIterator[Event]:
         """Events from a producer task. The deadline must not span this generator's yields
@@ -219,6 +219,31 @@ class TranslationService:
             producer.cancel()
             with suppress(asyncio.CancelledError):
                 await producer
+
+    async def alternatives(
+        self, items: Sequence[TextItem], k: int, request_id: str
+    ) -> list[list[str]]:
+        """``k`` sampled translations of each plain-text item (markup items: none), the
+        cache bypassed, decoded at ``ALTERNATIVE_TEMPERATURE`` at least, so that they are
+        other translations, not copies of the first (``ClientError`` of an item: none for
+        it). Duplicates are the caller's to drop. Planned in the planning pool."""
+        plain = [i for i, item in enumerate(items) if not needs_reading(item)]
+        if not plain:
+            return [[] for _ in items]
+        engine_id = self.engine_id(request_id)
+        async with self.deadline(None) as budget:
+            uncached = [items[i].model_copy(update={"cache": False}) for i in plain]
+            planned = await self._plan(uncached, budget)
+            plans = {i: p for i, p in zip(plain, planned, strict=True) if isinstance(p, Plan)}
+            sampled = [_sampled(p) for p in plans.values() for _ in range(k)]
+            n = sum(p.engine_requests for p in sampled)
+            self._check_pieces(n, BatchTooLarge)
+            with self.admission.admit(n):
+                done = await gather_all(
+                    [self.flow.run(p, f"{engine_id}-a{j}") for j, p in enumerate(sampled)]
+                )
+        answers = iter(r.translation for r in done)
+        return [[next(answers) for _ in range(k)] if i in plans else [] for i in range(len(items))]
 
     def detect(self, text: str) -> list[tuple[Language, float]]:
         if not text.strip():
@@ -295,7 +320,7 @@ class TranslationService:
         self.characters += len(plan.text)
         return response
 
-    def _engine_id(self, request_id: str) -> str:
+    def engine_id(self, request_id: str) -> str:
         """The request's id in the engine: unique on this replica, whatever the client sent."""
         return f"{request_id}.{next(self._ids)}"
 
@@ -308,7 +333,7 @@ class TranslationService:
                 f"{self.limits.max_engine_requests}."
             )
 
-    def _require_ready(self) -> None:
+    def require_ready(self) -> None:
         if not self.ready:
             self.metrics.rejected("engine_unavailable")
             raise EngineUnavailable("The engine is not ready yet.", retry_after_s=5)
@@ -320,6 +345,10 @@ class TranslationService:
 
     def _deadline(self, deadline: float) -> AbstractAsyncContextManager[Budget]:
         return _deadline(deadline)
+
+    def deadline(self, requested: float | None) -> AbstractAsyncContextManager[Budget]:
+        """The request's deadline from its ``timeout_s``, as a context (504 beyond it)."""
+        return self._deadline(self._deadline_of(requested))
 
 
 @asynccontextmanager
@@ -342,6 +371,19 @@ async def _deadline(deadline: float) -> AsyncIterator[Budget]:
 
 def _item_plan(index: int, plan: Plan | ServiceError) -> Plan | ItemError:
     return _item_error(index, plan) if isinstance(plan, ServiceError) else plan
+
+
+# Alternatives are sampled at this temperature at least (greedy decoding would repeat the
+# first translation).
+ALTERNATIVE_TEMPERATURE = 0.8
+
+
+def _sampled(plan: Plan) -> Plan:
+    """``plan`` decoded by sampling."""
+    jobs = tuple(
+        replace(j, temperature=max(j.temperature, ALTERNATIVE_TEMPERATURE)) for j in plan.jobs
+    )
+    return replace(plan, jobs=jobs)
 
 
 def _item_error(index: int, exc: ServiceError) -> ItemError:

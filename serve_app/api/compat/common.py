@@ -21,11 +21,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 async def read_params(request: Request) -> Params:
     """Every parameter as a list of values: from the query string and from a JSON object
     or form body (DeepL's and LibreTranslate's clients send both kinds; some send a form
-    body even with GET). Keys sent as a JSON array are noted in ``request.state.arrays``."""
+    body even with GET). Keys sent as a JSON array (or Rack-style, ``text[]``) are noted in
+    ``request.state.arrays``."""
     params: Params = {}
     request.state.arrays = set()
     for key, value in request.query_params.multi_items():
-        params.setdefault(key, []).append(value)
+        params.setdefault(_array_key(request, key), []).append(value)
     ctype = request.headers.get("content-type", "")
     if "json" in ctype:
         for key, value in (await _json_object(request)).items():
@@ -34,8 +35,17 @@ async def read_params(request: Request) -> Params:
             params[key] = value if isinstance(value, list) else [value]
     elif "form" in ctype:
         for key, field in (await request.form()).multi_items():
-            params.setdefault(key, []).append(field)
+            params.setdefault(_array_key(request, key), []).append(field)
     return params
+
+
+def _array_key(request: Request, key: str) -> str:
+    """``text[]`` -> ``text``, noted as an array: Rack-style form arrays, as Ruby clients
+    send them (Mastodon's DeepL provider posts ``text[]=...&text[]=...``)."""
+    if key.endswith("[]") and len(key) > 2:
+        key = key[:-2]
+        request.state.arrays.add(key)
+    return key
 
 
 async def _json_object(request: Request) -> dict[str, Any]:

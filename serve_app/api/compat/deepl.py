@@ -26,6 +26,7 @@ from serve_app.api.compat.common import (
 )
 from serve_app.api.compat.deepl_documents import deepl_document_routes
 from serve_app.api.compat.deepl_glossaries import deepl_glossary_routes
+from serve_app.api.compat.deepl_options import deepl_options
 from serve_app.api.compat.markup import deepl_markup
 from serve_app.api.errors import register_error_format
 from serve_app.api.glossaries import apply_glossaries
@@ -103,6 +104,7 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
     common["context"] = one(params, "context")
     common["glossary_id"] = one(params, "glossary_id")
     common |= deepl_markup(params)  # tag_handling and its tag lists
+    options = deepl_options(params)  # split_sentences, preserve_formatting, model_type
     items = [make_item(text=t, **common) for t in texts if not _blank(t)]
     items = await apply_glossaries(request, service, items)
     results = iter(await _translated(service, items, request))
@@ -113,8 +115,8 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
             continue
         r = next(results)
         code = source_code(r.source_lang)
-        out.append({"detected_source_language": code, "text": r.translation})
-        out[-1]["billed_characters"] = len(text)
+        entry = {"detected_source_language": code, "text": options.apply(text, r.translation)}
+        out.append(options.annotate(entry | {"billed_characters": len(text)}))
     return {"translations": out}
 
 

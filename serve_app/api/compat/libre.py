@@ -15,14 +15,22 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 
-from serve_app.api.compat.common import all_translated, get_and_post, make_item, one, read_params
+from serve_app.api.compat.common import (
+    Params,
+    all_translated,
+    get_and_post,
+    make_item,
+    one,
+    read_params,
+)
 from serve_app.api.compat.libre_documents import libre_document_routes
+from serve_app.api.compat.libre_settings import frontend_settings
 from serve_app.api.compat.markup import libre_format
 from serve_app.api.errors import register_error_format
 from serve_app.api.glossaries import apply_glossaries
 from serve_app.api.keys import translate_batch_charged
 from serve_app.core.errors import InvalidRequest
-from serve_app.core.schemas import BatchTranslateRequest, TranslateResponse
+from serve_app.core.schemas import BatchTranslateRequest, TextItem, TranslateResponse
 from serve_app.documents.replica import ReplicaDocuments
 from serve_app.translation.service import TranslationService
 
@@ -48,6 +56,7 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
     if not target:
         raise InvalidRequest("Invalid request: missing target parameter")
     fmt = libre_format(params)
+    k = _alternatives_count(params, "alternatives" in request.state.arrays)
     source = one(params, "source", "auto")
     glossary_id = one(params, "glossary_id") or None
     items = [
@@ -55,6 +64,7 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
                   glossary_id=glossary_id)
         for t in q
     ]  # fmt: skip
+    _check_capacity(service, len(items), k)
     items = await apply_glossaries(request, service, items)
     batch = BatchTranslateRequest(items=items)
     results = all_translated(await translate_batch_charged(service, request, batch, True))
@@ -65,9 +75,62 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
     if str(source).lower() == "auto":
         detected = [_detected(r) for r in results]
         body["detectedLanguage"] = detected if many else detected[0]
-    if int(one(params, "alternatives", 0) or 0) > 0:
-        body["alternatives"] = [[] for _ in results] if many else []
+    if k > 0:
+        found = await _alternatives(service, request, items, results, k)
+        body["alternatives"] = found if many else found[0]
     return body
+
+
+# LibreTranslate's default --alternatives-limit.
+MAX_ALTERNATIVES = 3
+
+
+def _check_capacity(service: TranslationService, texts: int, k: int) -> None:
+    """Texts and their alternatives must fit in what a replica runs at once."""
+    if k and texts * (k + 1) > service.limits.max_engine_requests:
+        raise InvalidRequest(
+            f"Invalid request: {texts} texts with {k} alternatives each need more "
+            f"than the {service.limits.max_engine_requests} translations a server runs at once"
+        )
+
+
+def _alternatives_count(params: Params, array: bool) -> int:
+    """LibreTranslate's ``alternatives``: a number (negative counts as 0), at most
+    ``MAX_ALTERNATIVES``; checked before any engine work."""
+    raw = one(params, "alternatives", 0)
+    try:
+        if array:
+            raise ValueError(raw)
+        k = max(0, int(raw or 0))
+    except (TypeError, ValueError):
+        raise InvalidRequest("Invalid request: alternatives parameter is not a number") from None
+    if k > MAX_ALTERNATIVES:
+        raise InvalidRequest(
+            f"Invalid request: alternatives parameter must be <= {MAX_ALTERNATIVES}"
+        )
+    return k
+
+
+async def _alternatives(
+    service: TranslationService,
+    request: Request,
+    items: list[TextItem],
+    results: list[TranslateResponse],
+    k: int,
+) -> list[list[str]]:
+    """Up to ``k`` other translations of each text: sampled, without duplicates or the
+    translation itself (as LibreTranslate filters its hypotheses); none for HTML."""
+    sampled = await service.alternatives(items, k, request.state.request_id)
+    return [_unique(answers, r.translation) for r, answers in zip(results, sampled, strict=True)]
+
+
+def _unique(answers: list[str], translation: str) -> list[str]:
+    seen, out = {translation}, []
+    for answer in answers:
+        if answer.strip() and answer not in seen:
+            seen.add(answer)
+            out.append(answer)
+    return out
 
 
 # LibreTranslate's error shape, {"error": ...}, with its statuses.
@@ -100,6 +163,12 @@ def libre_router(
             {"code": code, "name": lang.name, "targets": service.languages.targets_for(code)}
             for code, lang in service.languages.languages.items()
         ]
+
+    @router.get("/frontend/settings")
+    async def libre_frontend_settings() -> dict[str, Any]:
+        """LibreTranslate ``/frontend/settings``: what its web front end and some clients
+        read first (limits, whether keys are needed, files, default languages)."""
+        return frontend_settings(service, documents, app.state.store)
 
     @router.post("/detect")
     async def detect(request: Request) -> list[dict[str, Any]]:

@@ -1,0 +1,208 @@
+"""HTML against plain text through the service on the CPU: does markup cost throughput?
+
+``python -m bench.markup_ratio`` sends the ``html`` workload (social posts with mentions and
+links, the ``variable`` workload's token counts) and the ``variable`` workload through the
+service's own app (``create_app``: middlewares, routes, ``TranslationService``, the markup
+path) at 25 concurrent users, and reports the ratio of their requests per second. The engine
+is ``PacedEngine``: it answers each prompt's text back (well-formed, so the placeholder path
+is taken) after decoding its tokens on a shared simulated accelerator, a fixed number of
+tokens per second divided among the sequences in flight (processor sharing, as continuous
+batching shares a GPU), calibrated by default to the H100 replica's measured rate (31 RPS of
+~105-token texts at 25 users). Splitting a post into segments therefore buys no extra
+capacity: the ratio shows whether the markup work (parsing, placeholders, a thread per
+request, more engine requests) keeps up with the accelerator. With ``--instant`` the engine
+answers at once, and the figures are the service's own CPU cost per request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import re
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx
+
+from bench.workloads import Item, make_workload
+from serve_app.api.app import create_app
+from serve_app.core.config import AppConfig
+from serve_app.engine.protocol import EngineLoad, Generation, GenerationChunk, GenerationRequest
+from serve_app.translation.families import ChatPrompt, Prompt
+from serve_app.translation.service import TranslationService
+
+_PLACEHOLDER = re.compile(r"</?x\d+/?>")
+# The H100 replica at 25 users (README): 31 RPS of texts of 10-200 tokens (~105 on average).
+H100_TOKENS_PER_S = 31 * 105
+
+
+class SharedDecoder:
+    """Tokens decoded at ``tokens_per_s`` in all, shared equally by the sequences in flight."""
+
+    def __init__(self, tokens_per_s: float, tick_s: float = 0.005) -> None:
+        self.rate = tokens_per_s
+        self.tick_s = tick_s
+        self.active: dict[int, list[float | asyncio.Future[None]]] = {}
+        self.ids = itertools.count()
+        self.ticker: asyncio.Task[None] | None = None
+
+    async def decode(self, tokens: int) -> None:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.active[next(self.ids)] = [float(tokens), done]
+        if self.ticker is None or self.ticker.done():
+            self.ticker = asyncio.create_task(self._tick())
+        await done
+
+    async def _tick(self) -> None:
+        last = time.perf_counter()
+        while self.active:
+            await asyncio.sleep(self.tick_s)
+            now = time.perf_counter()
+            share, last = (now - last) * self.rate / len(self.active), now
+            for key, entry in list(self.active.items()):
+                left, done = entry
+                assert isinstance(left, float)
+                assert isinstance(done, asyncio.Future)
+                entry[0] = left - share
+                if left - share <= 0:
+                    done.set_result(None)
+                    del self.active[key]
+
+
+class PacedEngine:
+    """Answers a prompt's text (after its last blank line: the chat family's layout) back,
+    once its words are decoded by ``decoder`` (None: at once). Token ids are characters."""
+
+    def __init__(self, decoder: SharedDecoder | None) -> None:
+        self.decoder = decoder
+        self.in_flight = 0
+
+    async def start(self) -> None:
+        return None
+
+    def encode(self, prompt: Prompt) -> list[int]:
+        text = prompt.messages[-1]["content"] if isinstance(prompt, ChatPrompt) else prompt.text
+        return [ord(c) for c in text]
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def as_data(self, text: str) -> str:
+        return text
+
+    async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
+        text = "".join(map(chr, request.prompt_token_ids)).rsplit("\n\n", 1)[-1]
+        # Words only: placeholder tags are not the post's text (the workloads' token counts).
+        tokens = max(1, round(1.3 * len(_PLACEHOLDER.sub(" ", text).split())))
+        self.in_flight += 1
+        try:
+            if self.decoder is not None:
+                await self.decoder.decode(tokens)
+        finally:
+            self.in_flight -= 1
+        return Generation(text, len(request.prompt_token_ids), tokens, "stop")
+
+    def generate_stream(
+        self, request: GenerationRequest, request_id: str
+    ) -> AsyncIterator[GenerationChunk]:
+        raise NotImplementedError("the benchmark does not stream")
+
+    async def check_health(self) -> None:
+        return None
+
+    def num_unfinished_requests(self) -> int:
+        return self.in_flight
+
+    def load(self) -> EngineLoad:
+        return EngineLoad(running=self.in_flight)
+
+    def shutdown(self) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class Run:
+    workload: str
+    requests: int
+    ok: int
+    seconds: float
+    fallback_segments: int
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds
+
+
+def _config() -> AppConfig:
+    return AppConfig.model_validate(
+        {
+            "prompt": {"family": "chat", "sampling": {"temperature": 0}},
+            "cache": {"enabled": False},  # every request does its work
+            "limits": {"max_engine_requests": 10_000},
+        }
+    )
+
+
+async def measure(kind: str, items: list[Item], users: int, rate: float | None) -> Run:
+    """``items`` sent by ``users`` concurrent clients (each waits for its answer)."""
+    decoder = SharedDecoder(rate) if rate else None
+    service = TranslationService(_config(), PacedEngine(decoder))
+    await service.start()
+    transport = httpx.ASGITransport(app=create_app(service))
+    queue, ok, fallback = list(items), 0, 0
+    async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+
+        async def user() -> None:
+            nonlocal ok, fallback
+            while queue:
+                item = queue.pop()
+                body = {"text": item.text, "source_lang": item.source_lang}
+                body |= {"target_lang": item.target_lang, "format": item.format}
+                r = await client.post("/translate", json=body, timeout=600)
+                ok += r.status_code == 200
+                markup = r.json().get("markup") if r.status_code == 200 else None
+                fallback += markup["fallback_segments"] if markup else 0
+
+        start = time.perf_counter()
+        await asyncio.gather(*[user() for _ in range(users)])
+        seconds = time.perf_counter() - start
+    return Run(kind, len(items), ok, seconds, fallback)
+
+
+async def compare(
+    n: int, users: int = 25, rate: float | None = H100_TOKENS_PER_S, rounds: int = 2
+) -> dict[str, object]:
+    """Plain and HTML alternated ``rounds`` times; the ratio of the best RPS of each."""
+    plain, html = make_workload("variable", n, seed=1), make_workload("html", n, seed=1)
+    runs: list[Run] = []
+    for _ in range(rounds):
+        runs.append(await measure("variable", plain, users, rate))
+        runs.append(await measure("html", html, users, rate))
+    best = {k: max(r.rps for r in runs if r.workload == k) for k in ("variable", "html")}
+    return {
+        "users": users,
+        "tokens_per_s": rate,
+        "rps": best,
+        "ratio": best["html"] / best["variable"],
+        "us_per_request": {k: 1e6 / v for k, v in best.items()} if rate is None else None,
+        "runs": [r.__dict__ | {"rps": r.rps} for r in runs],
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--requests", type=int, default=200)
+    p.add_argument("--users", type=int, default=25)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--tokens-per-s", type=float, default=H100_TOKENS_PER_S)
+    p.add_argument("--instant", action="store_true", help="no decode time: the CPU cost alone")
+    ns = p.parse_args()
+    rate = None if ns.instant else ns.tokens_per_s
+    print(json.dumps(asyncio.run(compare(ns.requests, ns.users, rate, ns.rounds)), indent=2))
+
+
+if __name__ == "__main__":
+    main()

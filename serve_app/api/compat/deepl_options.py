@@ -1,0 +1,72 @@
+"""DeepL's ``split_sentences``, ``preserve_formatting`` and ``model_type``: validated as
+DeepL validates them (a bad value is a 400), and honoured where they mean something for a
+model that translates whole texts.
+
+- ``split_sentences`` (``0``, ``1``, ``nonewlines``): DeepL splits a text into sentences and
+  translates them one by one unless told ``0``. The model here translates a text as a whole
+  (long texts are split only at the input limit, at sentence ends), which is what ``0`` asks
+  for and what ``1``/``nonewlines`` need no splitting for: accepted, no change.
+- ``preserve_formatting`` (``0``/``1``): DeepL then does not correct the case at the start of
+  a text or the punctuation at its end. Honoured: a final full stop the model added to a text
+  that had none is removed, and a capital it gave a text that started in lower case is
+  lowered again.
+- ``model_type`` (``quality_optimized``, ``prefer_quality_optimized``,
+  ``latency_optimized``): there is one model; each translation says so in
+  ``model_type_used`` (``quality_optimized``), as DeepL answers when it is asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from serve_app.api.compat.common import Params, one
+from serve_app.core.errors import InvalidRequest
+
+_SPLIT = ("0", "1", "nonewlines")
+_MODEL_TYPES = ("quality_optimized", "prefer_quality_optimized", "latency_optimized")
+_FLAGS = {"0": False, "1": True, "false": False, "true": True}
+# Sentence-final punctuation of the scripts the models write.
+_FINAL = ".!?。！？…"
+
+
+@dataclass(frozen=True)
+class DeepLOptions:
+    preserve_formatting: bool = False
+    model_type: str | None = None
+
+    def apply(self, source: str, translation: str) -> str:
+        return preserve(source, translation) if self.preserve_formatting else translation
+
+    def annotate(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """A translation entry with ``model_type_used`` when ``model_type`` was given."""
+        return entry | {"model_type_used": "quality_optimized"} if self.model_type else entry
+
+
+def deepl_options(params: Params) -> DeepLOptions:
+    """The three options of a DeepL request; InvalidRequest for a value DeepL refuses."""
+    split = one(params, "split_sentences")
+    if split is not None and str(split).lower() not in _SPLIT:
+        raise InvalidRequest(f"Invalid split_sentences '{split}': use 0, 1 or nonewlines.")
+    flag = one(params, "preserve_formatting")
+    key = str(flag).lower() if flag is not None else "0"
+    if key not in _FLAGS:
+        raise InvalidRequest(f"Invalid preserve_formatting '{flag}': use 0 or 1.")
+    model_type = one(params, "model_type")
+    if model_type is not None and model_type not in _MODEL_TYPES:
+        raise InvalidRequest(f"Invalid model_type '{model_type}': use {', '.join(_MODEL_TYPES)}.")
+    return DeepLOptions(_FLAGS[key], model_type)
+
+
+def preserve(source: str, translation: str) -> str:
+    """``translation`` with the source's final punctuation and initial case kept where the
+    model corrected them."""
+    out = translation
+    src, body = source.rstrip(), out.rstrip()
+    if src and body and src[-1] not in _FINAL and body[-1] in _FINAL and body[-1:] != "…":
+        out = body[:-1] + out[len(body) :]
+    first = next((c for c in source if not c.isspace()), "")
+    at = next((i for i, c in enumerate(out) if not c.isspace()), None)
+    if first.islower() and at is not None and out[at].isupper():
+        out = out[:at] + out[at].lower() + out[at + 1 :]
+    return out

@@ -1,0 +1,177 @@
+"""The OpenAI chat API's request and response shapes, the subset this service serves.
+
+Requests ignore fields they do not know, as OpenAI-compatible servers (vLLM's included) do:
+clients send many optional ones (``user``, ``seed``, ``logit_bias``...). Fields that would
+change the answer in a way this server cannot follow (tools, logprobs, non-text content,
+structured output) are refused with a 400 rather than silently dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# OpenAI caps ``stop`` at 4 sequences; ``n`` is capped lower than OpenAI's 128: each choice is
+# one engine request, admitted like a batch item.
+MAX_STOP = 4
+MAX_CHOICES = 8
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ContentPart(_Lenient):
+    """A part of a message's content; only ``text`` parts are served."""
+
+    type: str
+    text: str | None = None
+
+    @model_validator(mode="after")
+    def _text_only(self) -> ContentPart:
+        if self.type != "text" or self.text is None:
+            raise ValueError(f"content parts of type '{self.type}' are not supported: text only")
+        return self
+
+
+class ChatMessage(_Lenient):
+    role: Literal["system", "developer", "user", "assistant"]
+    content: str | list[ContentPart] | None = None
+    name: str | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            return "".join(part.text or "" for part in self.content)
+        return self.content or ""
+
+
+class StreamOptions(_Lenient):
+    include_usage: bool = False
+
+
+class ChatCompletionRequest(_Lenient):
+    model_config = ConfigDict(
+        extra="ignore",
+        json_schema_extra={
+            "examples": [
+                {
+                    "model": "tencent/HY-MT1.5-1.8B",
+                    "messages": [
+                        {"role": "system", "content": "Translate into German."},
+                        {"role": "user", "content": "Hello, world!"},
+                    ],
+                }
+            ]
+        },
+    )
+
+    model: str = Field(..., description="The served model's name (GET /v1/models).")
+    messages: list[ChatMessage] = Field(..., min_length=1, max_length=256)
+    max_tokens: int | None = Field(None, ge=1, description="Most tokens to generate per choice.")
+    max_completion_tokens: int | None = Field(None, ge=1, description="Same as max_tokens.")
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    n: int = Field(1, ge=1, le=MAX_CHOICES, description="Choices to generate (sampled apart).")
+    stop: str | list[str] | None = Field(None, description=f"Up to {MAX_STOP} stop strings.")
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(None, ge=-2, le=2)
+    # Refused when set: this server cannot honour them.
+    tools: list[Any] | None = None
+    functions: list[Any] | None = None
+    logprobs: bool | None = None
+    response_format: dict[str, Any] | None = None
+
+    @field_validator("stop")
+    @classmethod
+    def _stops(cls, value: str | list[str] | None) -> list[str]:
+        stops = [value] if isinstance(value, str) else list(value or [])
+        if len(stops) > MAX_STOP:
+            raise ValueError(f"at most {MAX_STOP} stop sequences")
+        if any(not s for s in stops):
+            raise ValueError("stop sequences must not be empty")
+        return stops
+
+    @model_validator(mode="after")
+    def _servable(self) -> ChatCompletionRequest:
+        if self.tools or self.functions:
+            raise ValueError("tools and functions are not supported by this server")
+        if self.logprobs:
+            raise ValueError("logprobs are not supported by this server")
+        if self.response_format and self.response_format.get("type", "text") != "text":
+            raise ValueError("response_format: only type 'text' is supported")
+        return self
+
+    def stop_sequences(self) -> tuple[str, ...]:
+        return tuple(self.stop or ())
+
+    def output_limit(self) -> int | None:
+        return self.max_completion_tokens or self.max_tokens
+
+    def characters(self) -> int:
+        return sum(len(m.text()) for m in self.messages)
+
+
+FinishReason = Literal["stop", "length"]
+
+
+class CompletionUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class Choice(BaseModel):
+    index: int
+    message: AssistantMessage
+    finish_reason: FinishReason
+    logprobs: None = None
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: CompletionUsage
+
+
+class Delta(BaseModel):
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+
+
+class ChunkChoice(BaseModel):
+    index: int
+    delta: Delta
+    finish_reason: FinishReason | None = None
+    logprobs: None = None
+
+
+class ChatCompletionChunk(BaseModel):
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChunkChoice]
+    usage: CompletionUsage | None = None
+
+
+class Model(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "serve-app"
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[Model]

@@ -1,0 +1,72 @@
+"""The OpenAI API's routes under ``/v1``: ``GET /v1/models``, ``GET /v1/models/{model}`` and
+``POST /v1/chat/completions`` (JSON, or server-sent events with ``stream``), with OpenAI's
+error shape for everything under ``/v1`` (``errors.py``). Keys come as
+``Authorization: Bearer`` (the security middleware); quotas are charged the messages'
+characters before any work, refunded if it fails."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import StreamingResponse
+
+from serve_app.api.compat.openai.errors import openai_error
+from serve_app.api.compat.openai.protocol import (
+    ChatCompletion,
+    ChatCompletionRequest,
+    Model,
+    ModelList,
+)
+from serve_app.api.compat.openai.serving import CHAT_PAIR, ChatServing
+from serve_app.api.errors import register_error_format
+from serve_app.api.keys import charged
+from serve_app.api.sse import HEADERS
+from serve_app.translation.service import TranslationService
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"description": 'Error: {"error": {"message", "type", "param", "code"}}'}
+    for code in (400, 401, 404, 413, 429, 503, 504)
+}
+_STREAM: dict[str, Any] = {
+    "description": "With stream: text/event-stream of chat.completion.chunk objects, then "
+    "data: [DONE].",
+    "content": {"text/event-stream": {}},
+}
+
+
+def openai_router(app: FastAPI, service: TranslationService) -> None:
+    """Adds the OpenAI endpoints and their error shape to ``app``."""
+    chat = ChatServing(service)
+    router = APIRouter(prefix="/v1", tags=["OpenAI API compatibility"], responses=_ERRORS)
+
+    @router.get("/models", response_model=ModelList)
+    async def models() -> ModelList:
+        """The served model (its name is the ``model`` of chat completions)."""
+        return chat.models()
+
+    @router.get("/models/{model:path}", response_model=Model)
+    async def model(model: str) -> Model:
+        """One model, or 404."""
+        return chat.model_info(model)
+
+    @router.post("/chat/completions", response_model=ChatCompletion, responses={200: _STREAM})
+    async def chat_completions(
+        body: ChatCompletionRequest, request: Request
+    ) -> ChatCompletion | StreamingResponse:
+        """The messages through the model's chat template; the reply is the model's
+        answer (a translation, when the messages ask for one)."""
+        request.state.pair = CHAT_PAIR
+        request_id = request.state.request_id
+        async with charged(request, body.characters()):
+            jobs = await chat.prepare(body)
+            if not body.stream:
+                return await chat.complete(jobs, request_id)
+            chat.check_stream(jobs)
+        usage = body.stream_options is not None and body.stream_options.include_usage
+        return StreamingResponse(
+            chat.stream(jobs, request_id, usage), media_type="text/event-stream", headers=HEADERS
+        )
+
+    app.include_router(router)
+    register_error_format(app, "/v1", openai_error)

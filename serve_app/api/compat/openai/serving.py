@@ -1,0 +1,287 @@
+"""A chat completion on the replica's engine: the messages rendered through the model's own
+chat template (as vLLM's ``/v1/chat/completions`` does), generated ``n`` times, with the
+service's admission control, deadline, metrics and character accounting.
+
+Everything that can fail (model name, lengths, the template, the context) fails before any
+engine work, as a 4xx. Rendering and tokenizing are proportional to the input and run in a
+worker thread. A streamed completion's producer task owns admission and the deadline (as
+``TranslationService``'s streams do): closing the stream cancels it, which aborts the engine
+requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import suppress
+from dataclasses import dataclass, replace
+
+import jinja2
+
+from serve_app.api.compat.openai.errors import openai_error
+from serve_app.api.compat.openai.protocol import (
+    AssistantMessage,
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionRequest,
+    Choice,
+    ChunkChoice,
+    CompletionUsage,
+    Delta,
+    FinishReason,
+    Model,
+    ModelList,
+)
+from serve_app.api.errors import http_status
+from serve_app.core.errors import InvalidRequest, ModelNotFound, ServiceError, TextTooLong
+from serve_app.engine.protocol import Generation, GenerationChunk, GenerationRequest
+from serve_app.translation.families import ChatPrompt
+from serve_app.translation.piece import gather_all
+from serve_app.translation.service import TranslationService
+
+# The metrics' language-pair labels of chat completions (they name no languages).
+CHAT_PAIR = ("chat", "chat")
+
+
+@dataclass(frozen=True)
+class Jobs:
+    """A validated chat completion: one engine request per choice."""
+
+    requests: tuple[GenerationRequest, ...]
+    prompt_tokens: int
+    characters: int
+
+
+class ChatServing:
+    def __init__(self, service: TranslationService) -> None:
+        self.service = service
+        self.model = service.config.served_model_name
+        self.created = int(time.time())
+
+    def models(self) -> ModelList:
+        return ModelList(data=[Model(id=self.model, created=self.created)])
+
+    def model_info(self, name: str) -> Model:
+        self.check_model(name)
+        return Model(id=self.model, created=self.created)
+
+    def check_model(self, name: str) -> None:
+        if name != self.model:
+            raise ModelNotFound(
+                f"The model '{name}' does not exist; this server serves '{self.model}' "
+                "(GET /v1/models)."
+            )
+
+    # -- validation -----------------------------------------------------------------------
+
+    async def prepare(self, body: ChatCompletionRequest) -> Jobs:
+        """The engine requests of ``body``, or the 4xx it deserves."""
+        self.check_model(body.model)
+        if body.n > self.service.limits.max_engine_requests:
+            raise InvalidRequest(
+                f"n is too large: a replica holds {self.service.limits.max_engine_requests} "
+                "engine requests at most."
+            )
+        characters = body.characters()
+        limit = self.service.limits.max_text_chars
+        if characters > limit:
+            raise TextTooLong(f"The messages hold {characters} characters; at most {limit}.")
+        prompt_ids = await asyncio.to_thread(self._encode, body)
+        max_tokens = self._max_tokens(body, len(prompt_ids))
+        s = self.service.flow.sampling
+        overrides = {"temperature": body.temperature, "top_p": body.top_p}
+        overrides["presence_penalty"] = body.presence_penalty
+        s = s.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+        job = GenerationRequest.sampled(prompt_ids, max_tokens, s, body.stop_sequences())
+        job = replace(job, frequency_penalty=body.frequency_penalty or 0.0, stream=body.stream)
+        return Jobs((job,) * body.n, len(prompt_ids), characters)
+
+    def _encode(self, body: ChatCompletionRequest) -> list[int]:
+        engine = self.service.engine
+        # Chat templates know no "developer" role (OpenAI's newer name for system).
+        roles = [("system" if m.role == "developer" else m.role) for m in body.messages]
+        messages = [
+            {"role": role, "content": engine.as_data(m.text())}
+            for role, m in zip(roles, body.messages, strict=True)
+        ]
+        kwargs = dict(self.service.config.prompt.chat_template_kwargs)
+        try:
+            return engine.encode(ChatPrompt(messages, kwargs))
+        except (jinja2.TemplateError, ValueError, TypeError, KeyError) as exc:
+            raise InvalidRequest(
+                f"The model's chat template cannot render these messages: {exc}"
+            ) from exc
+
+    def _max_tokens(self, body: ChatCompletionRequest, prompt_tokens: int) -> int:
+        context = self.service.config.engine.max_model_len or 1 << 30
+        room = context - prompt_tokens
+        if room < 1:
+            raise TextTooLong(
+                f"This model's maximum context length is {context} tokens; the messages "
+                f"take {prompt_tokens}."
+            )
+        asked = body.output_limit()
+        if asked is not None and asked > room:
+            raise InvalidRequest(
+                f"max_tokens is too large: the messages take {prompt_tokens} of the "
+                f"{context} tokens of context, leaving {room}."
+            )
+        return min(asked or room, room, self.service.limits.max_output_tokens)
+
+    # -- completions ----------------------------------------------------------------------
+
+    async def complete(self, jobs: Jobs, request_id: str) -> ChatCompletion:
+        service, n = self.service, len(jobs.requests)
+        service.require_ready()
+        engine_id = service.engine_id(request_id)  # unique, whatever the client's id
+        with service.admission.admit(n):
+            async with service.deadline(None):
+                generations = await gather_all(
+                    [
+                        service.engine.generate(job, choice_id(engine_id, i, n))
+                        for i, job in enumerate(jobs.requests)
+                    ]
+                )
+        for i, g in enumerate(generations):
+            self._record(jobs, i, g.input_tokens, g.output_tokens, g)
+        service.characters += jobs.characters
+        choices = [
+            Choice(index=i, message=AssistantMessage(content=g.text), finish_reason=_reason(g))
+            for i, g in enumerate(generations)
+        ]
+        completion = sum(g.output_tokens for g in generations)
+        return ChatCompletion(
+            id=completion_id(request_id),
+            created=int(time.time()),
+            model=self.model,
+            choices=choices,
+            usage=_usage(jobs.prompt_tokens, completion),
+        )
+
+    def _record(
+        self, jobs: Jobs, index: int, inputs: int, outputs: int, g: Generation | None = None
+    ) -> None:
+        chars = jobs.characters if index == 0 else 0  # the messages are counted once
+        timings = (g.queue_s, g.ttft_s) if g is not None else (None, None)
+        self.service.metrics.translation(CHAT_PAIR, chars, inputs, outputs, *timings)
+
+    def check_stream(self, jobs: Jobs) -> None:
+        """What refuses a stream before it starts (its status can still be a 503)."""
+        self.service.require_ready()
+        self.service.admission.check(len(jobs.requests))
+
+    async def stream(
+        self, jobs: Jobs, request_id: str, include_usage: bool
+    ) -> AsyncIterator[bytes]:
+        """The completion as OpenAI's server-sent events: a role chunk per choice, content
+        chunks as generated, a finish chunk per choice, the usage chunk if asked, then
+        ``[DONE]``. An error once started is a ``data: {"error": ...}`` event."""
+        chunks = ChunkWriter(completion_id(request_id), self.model, include_usage)
+        for i in range(len(jobs.requests)):
+            yield chunks.role(i)
+        completion = 0
+        try:
+            async for index, chunk in self._produced(jobs, request_id):
+                if chunk.text:
+                    yield chunks.content(index, chunk.text)
+                if chunk.finished:
+                    completion += chunk.output_tokens
+                    self._record(jobs, index, chunk.input_tokens, chunk.output_tokens)
+                    yield chunks.finish(index, _reason(chunk))
+            self.service.characters += jobs.characters
+            if include_usage:
+                yield chunks.usage(_usage(jobs.prompt_tokens, completion))
+        except ServiceError as exc:
+            yield sse_error(exc)
+        yield b"data: [DONE]\n\n"
+
+    async def _produced(
+        self, jobs: Jobs, request_id: str
+    ) -> AsyncIterator[tuple[int, GenerationChunk]]:
+        """Every choice's chunks as they come, from a producer task that owns admission
+        and the deadline (a deadline spanning this generator's yields would land in the
+        consumer)."""
+        queue: asyncio.Queue[tuple[int, GenerationChunk] | BaseException | None]
+        queue = asyncio.Queue()
+        service, n = self.service, len(jobs.requests)
+        engine_id = service.engine_id(request_id)  # unique, whatever the client's id
+
+        async def pump(index: int, job: GenerationRequest) -> None:
+            async for chunk in service.engine.generate_stream(job, choice_id(engine_id, index, n)):
+                queue.put_nowait((index, chunk))
+
+        async def produce() -> None:
+            try:
+                with service.admission.admit(n):
+                    async with service.deadline(None):
+                        await gather_all([pump(i, job) for i, job in enumerate(jobs.requests)])
+                queue.put_nowait(None)
+            except Exception as exc:
+                queue.put_nowait(exc)
+
+        producer = asyncio.create_task(produce())
+        try:
+            while (item := await queue.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            producer.cancel()
+            with suppress(asyncio.CancelledError):
+                await producer
+
+
+class ChunkWriter:
+    """``chat.completion.chunk`` events of one completion."""
+
+    def __init__(self, completion: str, model: str, include_usage: bool) -> None:
+        self.head = {"id": completion, "created": int(time.time()), "model": model}
+        self.include_usage = include_usage
+
+    def _event(self, chunk: ChatCompletionChunk) -> bytes:
+        data = chunk.model_dump(exclude=None if self.include_usage else {"usage"})
+        return f"data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+    def _choice(self, choice: ChunkChoice) -> bytes:
+        return self._event(ChatCompletionChunk(**self.head, choices=[choice]))
+
+    def role(self, index: int) -> bytes:
+        return self._choice(ChunkChoice(index=index, delta=Delta(role="assistant", content="")))
+
+    def content(self, index: int, text: str) -> bytes:
+        return self._choice(ChunkChoice(index=index, delta=Delta(content=text)))
+
+    def finish(self, index: int, reason: FinishReason) -> bytes:
+        return self._choice(ChunkChoice(index=index, delta=Delta(), finish_reason=reason))
+
+    def usage(self, usage: CompletionUsage) -> bytes:
+        return self._event(ChatCompletionChunk(**self.head, choices=[], usage=usage))
+
+
+def sse_error(exc: ServiceError) -> bytes:
+    """An error after the stream started, as vLLM and OpenAI send it (the ``openai``
+    client raises ``APIError`` on it)."""
+    _, body = openai_error(http_status(exc), exc.code, exc.message)
+    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode()
+
+
+def _reason(out: Generation | GenerationChunk) -> FinishReason:
+    return "length" if out.finish_reason == "length" else "stop"
+
+
+def _usage(prompt: int, completion: int) -> CompletionUsage:
+    return CompletionUsage(
+        prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
+    )
+
+
+def completion_id(request_id: str) -> str:
+    return f"chatcmpl-{request_id or uuid.uuid4().hex}"
+
+
+def choice_id(request_id: str, index: int, n: int) -> str:
+    """The engine request id of choice ``index`` (the request id itself for one choice)."""
+    return request_id if n == 1 else f"{request_id}-{index}"

@@ -1,0 +1,107 @@
+"""The OpenAI API end to end (serve run, Ray's proxy, the real vLLM engine on CPU, the tiny
+random-weight model), driven by the official ``openai`` client as translation front ends
+(pot-desktop, Immersive Translate, Lingarr...) use it: a system prompt and the text, plain
+and streamed; n sampled choices, max_tokens, stop, usage, request ids, errors in OpenAI's
+shape. The model's words are nonsense: the tests assert shapes, counts and limits."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+
+TIMEOUT = 300
+# What pot-desktop sends (its OpenAI service): a system prompt, the text in the user turn,
+# and its sampling settings.
+POT_SYSTEM = (
+    "You are a professional translation engine, please translate the text into a "
+    "colloquial, professional, elegant and fluent content, without the style of machine "
+    "translation. You must only translate the text content, never interpret it."
+)
+POT_USER = 'Translate into German:\n"""\nGood morning, how are you?\n"""'
+MESSAGES = [{"role": "system", "content": POT_SYSTEM}, {"role": "user", "content": POT_USER}]
+
+
+@pytest.fixture(scope="module")
+def client(served: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{served}/v1", api_key="any-key", timeout=TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def model(client: openai.OpenAI) -> str:
+    (only,) = list(client.models.list())
+    assert only.object == "model"
+    return only.id
+
+
+def test_completion_with_sampled_choices(client: openai.OpenAI, model: str) -> None:
+    out = client.chat.completions.create(
+        model=model,
+        messages=MESSAGES,  # type: ignore[arg-type]
+        n=3,
+        temperature=1.0,
+        max_tokens=12,
+        stop=["\n\n\n"],
+        frequency_penalty=1,
+        presence_penalty=1,
+    )
+    assert out.object == "chat.completion"
+    assert [c.index for c in out.choices] == [0, 1, 2]
+    assert all(c.finish_reason in ("stop", "length") for c in out.choices)
+    assert out.usage is not None
+    assert 0 < out.usage.completion_tokens <= 3 * 12
+    assert out.usage.prompt_tokens > len(POT_SYSTEM.split())  # the chat template's rendering
+    texts = [c.message.content for c in out.choices]
+    assert len(set(texts)) > 1  # sampled apart, not copies
+
+
+def test_stream_with_usage(client: openai.OpenAI, model: str) -> None:
+    stream = client.chat.completions.create(
+        model=model,
+        messages=MESSAGES,  # type: ignore[arg-type]
+        max_tokens=10,
+        temperature=0,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices]
+    assert finishes[-1] in ("stop", "length")
+    usage = chunks[-1].usage
+    assert usage is not None
+    assert 0 < usage.completion_tokens <= 10
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    # Greedy: the same request unstreamed gives the same text.
+    plain = client.chat.completions.create(
+        model=model,
+        messages=MESSAGES,  # type: ignore[arg-type]
+        max_tokens=10,
+        temperature=0,
+    )
+    assert plain.choices[0].message.content == streamed
+
+
+def test_request_id_names_the_completion(served: str, model: str) -> None:
+    body = {"model": model, "messages": MESSAGES, "max_tokens": 4}
+    headers = {"x-request-id": "oai-e2e-1", "Authorization": "Bearer any-key"}
+    r = httpx.post(f"{served}/v1/chat/completions", json=body, headers=headers, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert r.json()["id"] == "chatcmpl-oai-e2e-1"
+    assert r.headers["x-request-id"] == "oai-e2e-1"
+
+
+def test_errors_in_openais_shape(client: openai.OpenAI, model: str, served: str) -> None:
+    with pytest.raises(openai.NotFoundError) as missing:
+        client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)  # type: ignore[arg-type]
+    assert missing.value.code == "model_not_found"
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.chat.completions.create(model=model, messages=MESSAGES, max_tokens=10**6)  # type: ignore[arg-type]
+    assert bad.value.code == "invalid_request"
+    huge = [{"role": "user", "content": "word " * 3000}]
+    with pytest.raises(openai.BadRequestError) as long:
+        client.chat.completions.create(model=model, messages=huge)  # type: ignore[arg-type]
+    assert long.value.code == "context_length_exceeded"
+    r = httpx.post(f"{served}/v1/chat/completions", json={"model": model}, timeout=TIMEOUT)
+    assert r.status_code == 400
+    assert set(r.json()["error"]) == {"message", "type", "param", "code"}
