@@ -1,14 +1,15 @@
 """The HTTP API: one FastAPI app over one ``TranslationService``, built per replica.
 
-``create_app`` puts the layers together: the error mapper (``errors.py``), the security and
-bookkeeping middlewares, the native routes (``native.py``) and the compatibility APIs
-(``compat/``). It is testable without Ray.
+``create_app`` puts the layers together: the error mapper (``errors.py``), the strict body
+decoding (``bodies.py``), the security and bookkeeping middlewares, the native routes
+(``native.py``) and the compatibility APIs (``compat/``). It is testable without Ray.
 """
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 
+from serve_app.api.bodies import BodyCheckMiddleware
 from serve_app.api.compat.deepl import deepl_router
 from serve_app.api.compat.libre import libre_router
 from serve_app.api.compat.openai.router import openai_router
@@ -40,6 +41,7 @@ def create_app(
     )
     app.state.store = store
     install_error_handlers(app)
+    app.add_middleware(BodyCheckMiddleware)  # innermost: behind the key check and body limit
     prefix = service.config.compat.libretranslate_prefix
     install_security(
         app, service.config.security, prefix, store, _upload_limits(service, documents)

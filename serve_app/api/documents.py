@@ -88,9 +88,15 @@ async def read_upload(request: Request, max_bytes: int) -> tuple[UploadFile, byt
 
 
 def field(form: FormData, name: str) -> str | None:
-    value = form.get(name)
-    if value is not None and not isinstance(value, str):
+    """A text field of the form (None when absent or empty); a 400 for a file in its place
+    or for a field given twice with different values."""
+    values = form.getlist(name)
+    if any(not isinstance(v, str) for v in values):
         raise InvalidRequest(f"Invalid request: '{name}' must be a text field.")
+    if any(v != values[0] for v in values[1:]):
+        raise InvalidRequest(f"Invalid request: '{name}' was given more than once.")
+    value = values[0] if values else None
+    assert value is None or isinstance(value, str)
     return value or None
 
 

@@ -71,7 +71,13 @@ def http_status(exc: e.ServiceError | type[e.ServiceError]) -> int:
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message}}
+    return {"error": {"code": code, "message": printable(message)}}
+
+
+def printable(text: str) -> str:
+    """``text`` safe to put in a message and a response: lone surrogates (which a JSON
+    body can carry, and which cannot be encoded) written as ``\\udXXX``."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 # Compatibility APIs (DeepL, LibreTranslate) answer errors in their own shapes: a format maps
@@ -94,6 +100,7 @@ def _respond(
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     path = request.url.path
+    message = printable(message)
     app_state = getattr(request.scope.get("app"), "state", None)
     for prefix, fmt in getattr(app_state, "error_formats", []):
         if path.startswith(prefix):

@@ -29,7 +29,9 @@ class RequestIdMiddleware:
 
     Behind Ray's proxy the id arrives in ``X-Request-ID`` (the client's, or one the proxy
     made) and the proxy echoes it; without a proxy in front, this middleware makes and echoes
-    one. Ids that are too long or hold odd characters are replaced.
+    one. Ids that are too long or hold odd characters are replaced, and the id used is sent
+    back in ``X-Request-ID`` (Ray's proxy appends the client's after it: clients read the
+    first), so the id a client quotes is the one in the logs.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -41,15 +43,15 @@ class RequestIdMiddleware:
             return
         sent = dict(scope.get("headers") or []).get(b"x-request-id")
         text = sent.decode("latin-1") if sent is not None else ""
-        request_id = text if _REQUEST_ID.match(text) else uuid.uuid4().hex
+        request_id = text if _REQUEST_ID.fullmatch(text) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
-        if sent is not None:
-            await self.app(scope, receive, send)
+        if sent is not None and text == request_id:
+            await self.app(scope, receive, send)  # the proxy echoes it
             return
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = [*message.get("headers", []), (b"x-request-id", request_id.encode())]
+                headers = [(b"x-request-id", request_id.encode()), *message.get("headers", [])]
                 message = {**message, "headers": headers}
             await send(message)
 

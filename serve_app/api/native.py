@@ -11,15 +11,18 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from serve_app.api.bodies import has_lone_surrogate, lone_surrogate
 from serve_app.api.glossaries import apply_glossaries
 from serve_app.api.keys import caller_usage, charged, key_of, translate_batch_charged
-from serve_app.api.sse import HEADERS, sse_stream
+from serve_app.api.sse import HEADERS, opened, sse_stream
 from serve_app.core.errors import EngineUnavailable, ServiceError
 from serve_app.core.schemas import (
     BatchTranslateRequest,
     BatchTranslateResponse,
     CacheStatsResponse,
+    ErrorDetail,
     HealthResponse,
+    ItemError,
     KeyUsageResponse,
     LanguagesResponse,
     ReadinessResponse,
@@ -64,7 +67,7 @@ def _translation_routes(app: APIRouter, service: TranslationService) -> None:
         request.state.pair = service.pair_labels(body.items)
         items = await apply_glossaries(request, service, body.items)
         body = body.model_copy(update={"items": items})
-        return await translate_batch_charged(service, request, body)
+        return await translate_batch_items(service, request, body)
 
     @app.post("/translate/stream", responses={**_ERRORS, 200: _STREAM})
     async def translate_stream(body: TranslateRequest, request: Request) -> StreamingResponse:
@@ -73,10 +76,32 @@ def _translation_routes(app: APIRouter, service: TranslationService) -> None:
         (body,) = await apply_glossaries(request, service, [body])
         request_id = request.state.request_id
         async with charged(request, len(body.text)):  # refunded if the stream cannot start
-            events = await service.translate_stream(body, request_id)
+            events = await opened(await service.translate_stream(body, request_id))
         return StreamingResponse(
             sse_stream(events, request_id), media_type="text/event-stream", headers=HEADERS
         )
+
+
+async def translate_batch_items(
+    service: TranslationService, request: Request, body: BatchTranslateRequest
+) -> BatchTranslateResponse:
+    """The batch translated, each item whose text is not valid Unicode (a lone surrogate,
+    let through by ``bodies.DEFERRED``) answered with its own error in its place: the
+    service sees an empty text there, which it refuses for that item at no cost."""
+    bad = {i for i, item in enumerate(body.items) if has_lone_surrogate(item.text)}
+    if bad:
+        items = [
+            it.model_copy(update={"text": ""}) if i in bad else it
+            for i, it in enumerate(body.items)
+        ]
+        body = body.model_copy(update={"items": items})
+    response = await translate_batch_charged(service, request, body)
+    for i in bad:
+        error = lone_surrogate(f"items[{i}].text")
+        response.results[i] = ItemError(
+            index=i, error=ErrorDetail(code=error.code, message=error.message)
+        )
+    return response
 
 
 def _status_routes(app: APIRouter, service: TranslationService) -> None:

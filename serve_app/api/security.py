@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from serve_app.api.bodies import replay as _replay
 from serve_app.api.compat.common import one, read_params
 from serve_app.api.errors import service_error_response
 from serve_app.core.config import SecurityConfig
@@ -254,7 +255,8 @@ class BodySizeLimitMiddleware:
         max_bytes = self.limits.for_path(scope["path"])
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None:
-            if not length.isdigit() or int(length) > max_bytes:
+            # (A length of thousands of digits is refused before int() would refuse it.)
+            if not length.isdigit() or len(length) > 15 or int(length) > max_bytes:
                 await _refuse(body_too_large(max_bytes), scope, receive, send)
                 return
             await self.app(scope, receive, send)
@@ -264,16 +266,6 @@ class BodySizeLimitMiddleware:
             await _refuse(body_too_large(max_bytes), scope, receive, send)
             return
         await self.app(scope, _replay(messages, receive), send)
-
-
-def _replay(messages: list[Message], receive: Receive) -> Receive:
-    pending = list(messages)
-
-    async def replayed() -> Message:
-        # After the buffered body, the real channel (it reports a client disconnect).
-        return pending.pop(0) if pending else await receive()
-
-    return replayed
 
 
 def body_too_large(max_bytes: int) -> BodyTooLarge:

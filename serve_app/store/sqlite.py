@@ -56,8 +56,11 @@ class SqliteDatabase(Database):
     @asynccontextmanager
     async def tx(self) -> AsyncIterator[_SqliteTx]:
         async with self._lock:
-            await self.conn.execute("BEGIN IMMEDIATE")
             try:
+                # Inside the try: a task cancelled while BEGIN runs (a client gone) still
+                # rolls back, or the transaction would stay open and wedge the store. The
+                # connection's thread runs statements in order, so the rollback follows it.
+                await self.conn.execute("BEGIN IMMEDIATE")
                 yield _SqliteTx(self.conn)
             except BaseException:
                 await self.conn.rollback()

@@ -4,13 +4,14 @@ into the service error it was, since those APIs fail a request as a whole."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
+from serve_app.api.bodies import decode_form, is_json, media_type, request_json
+from serve_app.api.errors import printable
 from serve_app.core.errors import InvalidRequest, ServiceError
 from serve_app.core.schemas import BatchTranslateResponse, ItemError, TextItem, TranslateResponse
 
@@ -21,21 +22,26 @@ F = TypeVar("F", bound=Callable[..., Any])
 async def read_params(request: Request) -> Params:
     """Every parameter as a list of values: from the query string and from a JSON object
     or form body (DeepL's and LibreTranslate's clients send both kinds; some send a form
-    body even with GET). Keys sent as a JSON array (or Rack-style, ``text[]``) are noted in
-    ``request.state.arrays``."""
+    body even with GET), decoded strictly (``api/bodies.py``); a JSON list is one value per
+    element. Keys sent as a JSON array (or Rack-style, ``text[]``) are noted in
+    ``request.state.arrays``. Scalar parameters are read with ``one``, which refuses objects,
+    lists and files in their place."""
     params: Params = {}
     request.state.arrays = set()
-    for key, value in request.query_params.multi_items():
+    for key, value in decode_form(request.scope.get("query_string", b""), "query string"):
         params.setdefault(_array_key(request, key), []).append(value)
-    ctype = request.headers.get("content-type", "")
-    if "json" in ctype:
+    media = media_type(request.headers)
+    if is_json(media):
         for key, value in (await _json_object(request)).items():
             if isinstance(value, list):
                 request.state.arrays.add(key)
             params[key] = value if isinstance(value, list) else [value]
-    elif "form" in ctype:
-        for key, field in (await request.form()).multi_items():
+    elif media == "application/x-www-form-urlencoded":
+        for key, field in decode_form(await request.body()):
             params.setdefault(_array_key(request, key), []).append(field)
+    elif media == "multipart/form-data":
+        for key, part in (await request.form()).multi_items():  # files too: read by one()
+            params.setdefault(_array_key(request, key), []).append(part)
     return params
 
 
@@ -48,19 +54,29 @@ def _array_key(request: Request, key: str) -> str:
     return key
 
 
+def _scalar(key: str, value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise InvalidRequest(f"Parameter '{printable(key)}' must be a string, a number or a boolean.")
+
+
 async def _json_object(request: Request) -> dict[str, Any]:
-    try:
-        body = json.loads(await request.body())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidRequest("Invalid request: body is not valid JSON.") from exc
+    body = await request_json(request)
     if not isinstance(body, dict):
         raise InvalidRequest("Invalid request: the body must be a JSON object.")
     return body
 
 
 def one(params: Params, key: str, default: Any = None) -> Any:
-    values = params.get(key)
-    return values[-1] if values else default
+    """The parameter's one value (``default`` when absent): a string, number, boolean or
+    null; a 400 for an object or a list in its place, or for a parameter given more than once
+    with different values (which one was meant is anyone's guess)."""
+    values = [_scalar(key, v) for v in params.get(key) or ()]
+    if not values:
+        return default
+    if any(v != values[0] for v in values[1:]):
+        raise InvalidRequest(f"Parameter '{key}' was given more than once, with different values.")
+    return values[0]
 
 
 def make_item(**fields: Any) -> TextItem:

@@ -28,6 +28,7 @@ from serve_app.api.compat.deepl_documents import deepl_document_routes
 from serve_app.api.compat.deepl_glossaries import deepl_glossary_routes
 from serve_app.api.compat.deepl_options import deepl_options
 from serve_app.api.compat.markup import deepl_markup
+from serve_app.api.compat.schemas import DeepLTranslateBody, request_body
 from serve_app.api.errors import register_error_format
 from serve_app.api.glossaries import apply_glossaries
 from serve_app.api.keys import caller_usage, translate_batch_charged
@@ -81,9 +82,9 @@ def _require_auth(request: Request, params: Params) -> None:
 
 
 def _formality(service: TranslationService, value: Any) -> str:
-    if value not in _FORMALITY:
+    if not isinstance(value, str) or value not in _FORMALITY:
         raise InvalidRequest(f"Invalid formality '{value}'.")
-    if str(value).startswith("prefer_") and "formality" not in service.family.supports:
+    if value.startswith("prefer_") and "formality" not in service.family.supports:
         return "default"  # "prefer" means: where the target supports it
     return _FORMALITY[value]
 
@@ -166,7 +167,7 @@ def deepl_router(
         deepl_document_routes(router, documents, formality, _require_auth)
     deepl_glossary_routes(app, router, service, _require_auth, deepl_error, _ERRORS)
 
-    @router.post("/translate")
+    @router.post("/translate", openapi_extra=request_body(DeepLTranslateBody))
     async def translate(request: Request) -> dict[str, Any]:
         """DeepL ``POST /v2/translate``."""
         return await _translate(service, request)

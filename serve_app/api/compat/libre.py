@@ -26,6 +26,7 @@ from serve_app.api.compat.common import (
 from serve_app.api.compat.libre_documents import libre_document_routes
 from serve_app.api.compat.libre_settings import frontend_settings
 from serve_app.api.compat.markup import libre_format
+from serve_app.api.compat.schemas import LibreDetectBody, LibreTranslateBody, request_body
 from serve_app.api.errors import register_error_format
 from serve_app.api.glossaries import apply_glossaries
 from serve_app.api.keys import translate_batch_charged
@@ -55,6 +56,9 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
         raise InvalidRequest("Invalid request: missing q parameter")
     if not target:
         raise InvalidRequest("Invalid request: missing target parameter")
+    many = "q" in request.state.arrays
+    if len(q) > 1 and not many:
+        raise InvalidRequest("Invalid request: q was given more than once; send a list for many.")
     fmt = libre_format(params)
     k = _alternatives_count(params, "alternatives" in request.state.arrays)
     source = one(params, "source", "auto")
@@ -68,7 +72,6 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
     items = await apply_glossaries(request, service, items)
     batch = BatchTranslateRequest(items=items)
     results = all_translated(await translate_batch_charged(service, request, batch, True))
-    many = "q" in request.state.arrays
     body: dict[str, Any] = {
         "translatedText": [r.translation for r in results] if many else results[0].translation
     }
@@ -151,7 +154,7 @@ def libre_router(
     if documents is not None:
         libre_document_routes(router, documents, prefix)
 
-    @router.post("/translate")
+    @router.post("/translate", openapi_extra=request_body(LibreTranslateBody))
     async def translate(request: Request) -> dict[str, Any]:
         """LibreTranslate ``POST /translate``: ``q`` a string or a list of strings."""
         return await _translate(service, request)
@@ -170,7 +173,7 @@ def libre_router(
         read first (limits, whether keys are needed, files, default languages)."""
         return frontend_settings(service, documents, app.state.store)
 
-    @router.post("/detect")
+    @router.post("/detect", openapi_extra=request_body(LibreDetectBody))
     async def detect(request: Request) -> list[dict[str, Any]]:
         """LibreTranslate ``POST /detect``: likely languages of ``q``, confidences 0-100."""
         q = one(await read_params(request), "q")

@@ -1,0 +1,256 @@
+"""The one body-decoding layer: every JSON body, form body and query string is decoded here,
+strictly, before a route reads it.
+
+Python's and Starlette's decoders accept inputs that later blow up deep inside a request
+(a 500 after the work, or a traceback in a middleware): lone UTF-16 surrogates (``"\\ud800"``
+is valid JSON but no text: it cannot be encoded), nesting deep enough to exhaust the
+recursion limit, integers too long to convert, ``NaN``/``Infinity``, duplicated keys (which
+value wins differs between parsers), invalid UTF-8 in form fields (silently replaced or
+read as Latin-1). Here each becomes an ``InvalidRequest`` with a message that says what is
+wrong and where; the error mapper (``api/errors.py``) answers it in the called API's own
+shape (422 native, 400 DeepL and LibreTranslate).
+
+``BodyCheckMiddleware`` checks the JSON body of every route (FastAPI parses the native
+routes' bodies itself; once checked, they parse the same); the compatibility APIs read
+their parameters through ``decode_json`` and ``decode_form`` (``compat/common.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from serve_app.api.errors import printable, service_error_response
+from serve_app.core.errors import InvalidRequest
+
+MAX_DEPTH = 32  # the API's own bodies nest 4 levels deep
+MAX_NUMBER_CHARS = 40  # a number longer than this is no timeout, count or flag
+MAX_FORM_FIELDS = 1000
+# Bodies up to this size are checked on the event loop (well under a millisecond); larger
+# ones in a worker thread, so that the loop keeps serving while a 1 MB body is decoded.
+INLINE_BYTES = 64 * 1024
+
+Path = tuple[str | int, ...]
+# Whether a string at this path may hold lone surrogates: the route reports them itself
+# (the native batch answers that item's error in its place).
+Deferred = Callable[[Path], bool]
+
+
+class _Refused(ValueError):
+    """Raised from inside the JSON parser's hooks; becomes an InvalidRequest."""
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_NUMBER_CHARS:
+        raise _Refused(f"a number has more than {MAX_NUMBER_CHARS} digits")
+    return int(text)
+
+
+def _parse_float(text: str) -> float:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise _Refused(f"a number is longer than {MAX_NUMBER_CHARS} characters")
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f"the number {text} is out of range")
+    return value
+
+
+def _parse_constant(name: str) -> float:
+    raise _Refused(f"{name} is not a JSON value")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Refused(f"the key '{printable(key)}' appears more than once in one object")
+        out[key] = value
+    return out
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_unique_keys,
+    parse_int=_parse_int,
+    parse_float=_parse_float,
+    parse_constant=_parse_constant,
+)
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone UTF-16 surrogate (a pair in JSON is one character)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def decode_json(raw: bytes, deferred: Deferred | None = None) -> Any:
+    """The JSON value of ``raw``, or ``InvalidRequest`` saying why it is refused: not UTF-8,
+    not JSON, nested deeper than ``MAX_DEPTH``, a number too long or not finite, a key twice
+    in an object, a lone surrogate in a string or key (except strings at ``deferred`` paths)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest(
+            f"Invalid request: the body is not valid UTF-8 (byte {exc.start})."
+        ) from exc
+    try:
+        value = _DECODER.decode(text.removeprefix("\ufeff"))
+    except _Refused as exc:
+        raise InvalidRequest(f"Invalid request: body is not valid JSON: {exc}.") from exc
+    except RecursionError as exc:
+        raise _too_deep() from exc
+    except ValueError as exc:  # JSONDecodeError
+        raise InvalidRequest(f"Invalid request: body is not valid JSON ({exc}).") from exc
+    _check_tree(value, deferred or (lambda path: False))
+    return value
+
+
+def _too_deep() -> InvalidRequest:
+    return InvalidRequest(f"Invalid request: the body nests deeper than {MAX_DEPTH} levels.")
+
+
+def _check_tree(value: Any, deferred: Deferred) -> None:
+    """Depth and lone surrogates, walked without recursion."""
+    stack: list[tuple[Any, Path]] = [(value, ())]
+    while stack:
+        node, path = stack.pop()
+        if len(path) > MAX_DEPTH:
+            raise _too_deep()
+        for child, child_path in _children(node, path):
+            if isinstance(child, str) and has_lone_surrogate(child):
+                if not deferred(child_path):
+                    raise lone_surrogate(_dotted(child_path))
+            elif isinstance(child, dict | list):
+                stack.append((child, child_path))
+
+
+def _children(node: Any, path: Path) -> Iterator[tuple[Any, Path]]:
+    if isinstance(node, dict):
+        for key, child in node.items():
+            if has_lone_surrogate(key):
+                raise lone_surrogate(_dotted((*path, printable(key))) + " (a key)")
+            yield child, (*path, key)
+    elif isinstance(node, list):
+        for index, child in enumerate(node):
+            yield child, (*path, index)
+    elif not path and isinstance(node, str) and has_lone_surrogate(node):
+        raise lone_surrogate("body")
+
+
+def lone_surrogate(where: str) -> InvalidRequest:
+    return InvalidRequest(
+        f"Invalid request: {where} holds a lone UTF-16 surrogate (such as \\ud800): "
+        "it is not valid Unicode text."
+    )
+
+
+def _dotted(path: Path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "body"
+
+
+def decode_form(raw: bytes, what: str = "form body") -> list[tuple[str, str]]:
+    """The fields of a URL-encoded form (or query string), in order, repeated ones too:
+    raw bytes and percent-escapes both read as strict UTF-8 (Starlette reads raw bytes as
+    Latin-1 and replaces invalid escapes)."""
+    try:
+        text = raw.decode("utf-8")
+        return parse_qsl(
+            text,
+            keep_blank_values=True,
+            encoding="utf-8",
+            errors="strict",
+            max_num_fields=MAX_FORM_FIELDS,
+        )
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest(f"Invalid request: the {what} is not valid UTF-8.") from exc
+    except ValueError as exc:  # more than MAX_FORM_FIELDS fields
+        raise InvalidRequest(
+            f"Invalid request: the {what} has more than {MAX_FORM_FIELDS} fields."
+        ) from exc
+
+
+def media_type(headers: Any) -> str:
+    """The request's media type, lower case, without parameters ("" when absent)."""
+    return str(headers.get("content-type", "")).split(";")[0].strip().lower()
+
+
+def is_json(media: str) -> bool:
+    return media == "application/json" or media.endswith("+json")
+
+
+async def request_json(request: Request, deferred: Deferred | None = None) -> Any:
+    """The request's JSON body, decoded strictly (in a thread when large)."""
+    raw = await request.body()
+    if len(raw) <= INLINE_BYTES:
+        return decode_json(raw, deferred)
+    return await asyncio.to_thread(decode_json, raw, deferred)
+
+
+# Routes that answer a lone surrogate in an item's text with that item's error, in its place.
+def _batch_texts(path: Path) -> bool:
+    return len(path) == 3 and path[0] == "items" and path[2] == "text"
+
+
+DEFERRED: dict[str, Deferred] = {"/translate/batch": _batch_texts}
+
+
+class BodyCheckMiddleware:
+    """Refuses, before any route runs, a JSON body that ``decode_json`` refuses (a body with
+    a JSON content type, or with none, which FastAPI reads as JSON): in the shape of the API
+    it was sent to. The buffered body is then replayed to the route."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        media = media_type(Request(scope).headers)
+        if media and not is_json(media):
+            await self.app(scope, receive, send)
+            return
+        messages = await _read_all(receive)
+        raw = b"".join(m.get("body", b"") for m in messages)
+        if raw.strip():
+            try:
+                if len(raw) <= INLINE_BYTES:
+                    decode_json(raw, DEFERRED.get(scope["path"]))
+                else:
+                    await asyncio.to_thread(decode_json, raw, DEFERRED.get(scope["path"]))
+            except InvalidRequest as exc:
+                response = service_error_response(exc, Request(scope))
+                await response(scope, replay(messages, receive), send)
+                return
+        await self.app(scope, replay(messages, receive), send)
+
+
+async def _read_all(receive: Receive) -> list[Message]:
+    """The body's messages (the body-size middleware in front bounds them)."""
+    messages = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return messages
+
+
+def replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replayed() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return replayed
