@@ -36,7 +36,7 @@ class Route:
 
     method: str
     path: str
-    api: str  # native, deepl or libre: the error shape
+    api: str  # native, deepl, libre or openai: the error shape
     fields: dict[str, Any]
     kinds: tuple[str, ...] = ("json",)  # json, form, multipart, query
     headers: dict[str, str] = field(default_factory=dict)
@@ -75,6 +75,13 @@ COMPAT_ROUTES = (
     ),
     Route("POST", LIBRE + "/detect", "libre", {"q": "Hello world"}, ("json", "form")),
     Route("GET", LIBRE + "/languages", "libre", {}, ("query",)),
+    Route(
+        "POST",
+        "/v1/chat/completions",
+        "openai",
+        {"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8},
+    ),
+    Route("GET", "/v1/models", "openai", {}, ("query",)),
 )
 DICTIONARY = {"source_lang": "en", "target_lang": "de", "entries": "cart\tWarenkorb"}
 # Routes over the store: documents and glossaries.
@@ -362,6 +369,10 @@ def check_answer(case: Case, status: int, headers: Any, body: bytes) -> None:
         ok = isinstance(payload.get("message"), str)
     elif api == "libre":
         ok = isinstance(payload.get("error"), str)
+    elif api == "openai":
+        error = payload.get("error")
+        ok = isinstance(error, dict) and isinstance(error.get("message"), str)
+        ok = ok and isinstance(error.get("type"), str)
     else:
         error = payload.get("error")
         ok = isinstance(error, dict) and isinstance(error.get("code"), str)
