@@ -20,10 +20,11 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, replace
 
+from serve_app.core.aio import produced
 from serve_app.core.config import AppConfig
 from serve_app.core.context import current_key
 from serve_app.core.errors import (
@@ -191,34 +192,20 @@ class TranslationService:
         self.admission.check(plan.engine_requests)
         return self._stream(plan, deadline, self.engine_id(request_id))
 
-    async def _stream(self, plan: Plan, deadline: float, request_id: str) -> AsyncIterator[Event]:
+    def _stream(self, plan: Plan, deadline: float, request_id: str) -> AsyncIterator[Event]:
         """Events from a producer task. The deadline must not span this generator's yields
         (its cancellation would land in whoever consumes the stream), so the producer owns
         admission and the deadline; closing the stream (client gone) cancels the producer,
         which aborts the engine request."""
-        queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue()
 
-        async def produce() -> None:
-            try:
-                with self.admission.admit(plan.engine_requests):
-                    async with self._deadline(deadline):
-                        async for event in self.flow.stream(plan, request_id):
-                            queue.put_nowait(event)
-                self.characters += len(plan.text)
-                queue.put_nowait(None)
-            except Exception as exc:
-                queue.put_nowait(exc)
+        async def produce(put: Callable[[Event], None]) -> None:
+            with self.admission.admit(plan.engine_requests):
+                async with self._deadline(deadline):
+                    async for event in self.flow.stream(plan, request_id):
+                        put(event)
+            self.characters += len(plan.text)
 
-        producer = asyncio.create_task(produce())
-        try:
-            while (item := await queue.get()) is not None:
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            producer.cancel()
-            with suppress(asyncio.CancelledError):
-                await producer
+        return produced(produce)
 
     async def alternatives(
         self, items: Sequence[TextItem], k: int, request_id: str

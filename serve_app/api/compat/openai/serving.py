@@ -15,8 +15,8 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import suppress
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, replace
 
 import jinja2
@@ -36,6 +36,7 @@ from serve_app.api.compat.openai.protocol import (
     ModelList,
 )
 from serve_app.api.errors import http_status
+from serve_app.core.aio import produced
 from serve_app.core.errors import InvalidRequest, ModelNotFound, ServiceError, TextTooLong
 from serve_app.engine.protocol import Generation, GenerationChunk, GenerationRequest
 from serve_app.translation.families import ChatPrompt
@@ -184,13 +185,14 @@ class ChatServing:
             yield chunks.role(i)
         completion = 0
         try:
-            async for index, chunk in self._produced(jobs, request_id):
-                if chunk.text:
-                    yield chunks.content(index, chunk.text)
-                if chunk.finished:
-                    completion += chunk.output_tokens
-                    self._record(jobs, index, chunk.input_tokens, chunk.output_tokens)
-                    yield chunks.finish(index, _reason(chunk))
+            async with aclosing(self._produced(jobs, request_id)) as produced_chunks:
+                async for index, chunk in produced_chunks:
+                    if chunk.text:
+                        yield chunks.content(index, chunk.text)
+                    if chunk.finished:
+                        completion += chunk.output_tokens
+                        self._record(jobs, index, chunk.input_tokens, chunk.output_tokens)
+                        yield chunks.finish(index, _reason(chunk))
             self.service.characters += jobs.characters
             if include_usage:
                 yield chunks.usage(_usage(jobs.prompt_tokens, completion))
@@ -198,40 +200,26 @@ class ChatServing:
             yield sse_error(exc)
         yield b"data: [DONE]\n\n"
 
-    async def _produced(
+    def _produced(
         self, jobs: Jobs, request_id: str
-    ) -> AsyncIterator[tuple[int, GenerationChunk]]:
+    ) -> AsyncGenerator[tuple[int, GenerationChunk], None]:
         """Every choice's chunks as they come, from a producer task that owns admission
         and the deadline (a deadline spanning this generator's yields would land in the
         consumer)."""
-        queue: asyncio.Queue[tuple[int, GenerationChunk] | BaseException | None]
-        queue = asyncio.Queue()
         service, n = self.service, len(jobs.requests)
         engine_id = service.engine_id(request_id)  # unique, whatever the client's id
 
-        async def pump(index: int, job: GenerationRequest) -> None:
-            async for chunk in service.engine.generate_stream(job, choice_id(engine_id, index, n)):
-                queue.put_nowait((index, chunk))
+        async def produce(put: Callable[[tuple[int, GenerationChunk]], None]) -> None:
+            async def pump(index: int, job: GenerationRequest) -> None:
+                ids = choice_id(engine_id, index, n)
+                async for chunk in service.engine.generate_stream(job, ids):
+                    put((index, chunk))
 
-        async def produce() -> None:
-            try:
-                with service.admission.admit(n):
-                    async with service.deadline(None):
-                        await gather_all([pump(i, job) for i, job in enumerate(jobs.requests)])
-                queue.put_nowait(None)
-            except Exception as exc:
-                queue.put_nowait(exc)
+            with service.admission.admit(n):
+                async with service.deadline(None):
+                    await gather_all([pump(i, job) for i, job in enumerate(jobs.requests)])
 
-        producer = asyncio.create_task(produce())
-        try:
-            while (item := await queue.get()) is not None:
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            producer.cancel()
-            with suppress(asyncio.CancelledError):
-                await producer
+        return produced(produce)
 
 
 class ChunkWriter:
