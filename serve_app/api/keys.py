@@ -43,8 +43,8 @@ from serve_app.api.security import (
     is_open,
     open_prefixes,
     read_bounded,
+    run_as_key,
 )
-from serve_app.core.context import current_key
 from serve_app.core.errors import ServiceError, StoreUnavailable, Unauthorized
 from serve_app.core.schemas import BatchTranslateRequest, BatchTranslateResponse, ItemError
 from serve_app.store.apikeys import digest, env_key_id
@@ -138,12 +138,7 @@ class KeyMiddleware:
             unavailable = StoreUnavailable("The key store is unavailable; retry.", retry_after_s=1)
             await _refuse(unavailable, scope, receive, send)
             return
-        scope.setdefault("state", {})["key_id"] = key_id
-        token = current_key.set(key_id)
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            current_key.reset(token)
+        await run_as_key(self.app, key_id, scope, receive, send)
 
     async def _identify(self, scope: Scope, receive: Receive) -> tuple[str | None, Receive]:
         """The key id (``""`` when keys are not required and none was sent) and the

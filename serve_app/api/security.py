@@ -215,7 +215,7 @@ class ApiKeyMiddleware:
             await self.app(scope, receive, send)
             return
         if (key_id := self.key_id(_presented_key(scope))) is not None:
-            await self._run_as(key_id, scope, receive, send)
+            await run_as_key(self.app, key_id, scope, receive, send)
             return
         prefix = self.body_key_prefix
         if prefix and scope["path"].startswith(prefix + "/"):
@@ -225,19 +225,21 @@ class ApiKeyMiddleware:
                 await _refuse(body_too_large(max_bytes), scope, receive, send)
                 return
             if (key_id := self.key_id(await _parameter_key(scope, messages))) is not None:
-                await self._run_as(key_id, scope, _replay(messages, receive), send)
+                await run_as_key(self.app, key_id, scope, _replay(messages, receive), send)
                 return
         message = "Missing or invalid API key: send 'Authorization: Bearer <key>'."
         await _refuse(Unauthorized(message), scope, receive, send)
 
-    async def _run_as(self, key_id: str, scope: Scope, receive: Receive, send: Send) -> None:
-        """The app with the caller's key id set: it scopes the translation cache."""
-        scope.setdefault("state", {})["key_id"] = key_id
-        token = current_key.set(key_id)
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            current_key.reset(token)
+
+async def run_as_key(app: ASGIApp, key_id: str, scope: Scope, receive: Receive, send: Send) -> None:
+    """``app`` with the caller's key id set (in the scope's state and ``current_key``): it
+    scopes the translation cache, usage and stored glossaries."""
+    scope.setdefault("state", {})["key_id"] = key_id
+    token = current_key.set(key_id)
+    try:
+        await app(scope, receive, send)
+    finally:
+        current_key.reset(token)
 
 
 class BodySizeLimitMiddleware:
