@@ -18,6 +18,7 @@ from html.parser import HTMLParser
 _VOIDS = "area base br col embed hr img input link meta param source track wbr"
 VOID_HTML = frozenset(_VOIDS.split())
 _NAME = re.compile(r"</?\s*([^\s/>]+)")
+_SUBSET_END = re.compile(r"\]\s*>")
 
 
 @dataclass
@@ -79,6 +80,9 @@ class _TreeBuilder(HTMLParser):
         self.stack = [self.root]
         # (offset, node): each token's source text runs to the next token's offset.
         self.tokens: list[tuple[int, Element | Node, str]] = []
+        # Inside a DOCTYPE's internal subset (``<!DOCTYPE x [ ... ]>``): the parser ends the
+        # declaration at its first ``>`` and reads the closing ``]>`` as text.
+        self.in_subset = False
 
     def _offset(self) -> int:
         line, col = self.getpos()
@@ -117,10 +121,10 @@ class _TreeBuilder(HTMLParser):
                 return
         self._other(offset)  # an end tag that closes nothing: kept as it is
 
-    def _leaf(self, kind: str) -> None:
+    def _leaf(self, kind: str, offset: int | None = None) -> None:
         node = Node("", kind)
         self.stack[-1].children.append(node)
-        self.tokens.append((self._offset(), node, "leaf"))
+        self.tokens.append((self._offset() if offset is None else offset, node, "leaf"))
 
     def _other(self, offset: int | None = None) -> None:
         node = Node("", "other")
@@ -128,7 +132,15 @@ class _TreeBuilder(HTMLParser):
         self.tokens.append((self._offset() if offset is None else offset, node, "leaf"))
 
     def handle_data(self, data: str) -> None:
-        self._leaf("text")
+        if not self.in_subset:
+            self._leaf("text")
+            return
+        self._other()  # DTD text is markup, never translated
+        end = _SUBSET_END.search(data)
+        if end:
+            self.in_subset = False
+            if end.end() < len(data):
+                self._leaf("text", self._offset() + end.end())
 
     def handle_entityref(self, name: str) -> None:
         self._leaf("entity")
@@ -141,6 +153,8 @@ class _TreeBuilder(HTMLParser):
 
     def handle_decl(self, decl: str) -> None:
         self._other()
+        if decl[:7].upper() == "DOCTYPE" and "[" in decl and "]" not in decl.split("[", 1)[1]:
+            self.in_subset = True
 
     def handle_pi(self, data: str) -> None:
         self._other()

@@ -164,3 +164,19 @@ def test_block_inside_inline_leaves_unpaired_tags_as_void() -> None:
     doc = parse("html", html)
     assert [s.source() for s in doc.segments] == ["<x1/>Link", "block", "after<x1/>"]
     assert identity(doc) == html
+
+
+@pytest.mark.parametrize("kind", ["xml", "html"])
+def test_doctype_internal_subset_is_markup_not_text(kind: str) -> None:
+    # The standard parser ends the DOCTYPE at its first ">" and reads the subset's closing
+    # "]>" as text: it was sent to the model and came back escaped ("]&gt;").
+    source = (
+        '<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "b"><!ENTITY x SYSTEM "file:///etc/passwd">'
+        "]>\nHello <p>World</p>"
+    )
+    doc = parse(kind, source)
+    runs = [r.text for s in doc.segments for r in s.runs()]
+    assert " ".join(runs).split() == ["Hello", "World"]
+    assert doc.verbatim() == source
+    upper = doc.rebuild([s.join_runs([r.text.upper() for r in s.runs()]) for s in doc.segments])
+    assert upper == source.replace("Hello", "HELLO").replace("World", "WORLD")
