@@ -355,7 +355,7 @@ async def test_stream_validation_errors_are_plain_4xx(api, engine: FakeEngine) -
 async def test_stream_deadline_is_an_error_event_and_aborts(api, engine: FakeEngine) -> None:
     client, svc = api
     engine.hold = asyncio.Event()
-    r = await client.post("/translate/stream", json={**ITEM, "timeout_s": 0.05})
+    r = await client.post("/translate/stream", json={**ITEM, "timeout_s": 1.0})
     got = events(r.text)
     assert got[-1][0] == "error"
     assert got[-1][1]["error"]["code"] == "deadline_exceeded"
