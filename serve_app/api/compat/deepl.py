@@ -95,6 +95,7 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
     texts, target = params.get("text"), one(params, "target_lang")
     if not texts:
         raise InvalidRequest("Parameter 'text' not specified.")
+    service.check_batch_size(len(texts))
     if not target:
         raise InvalidRequest("Parameter 'target_lang' not specified.")
     source = one(params, "source_lang") or "auto"

@@ -63,6 +63,7 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
     k = _alternatives_count(params, "alternatives" in request.state.arrays)
     source = one(params, "source", "auto")
     glossary_id = one(params, "glossary_id") or None
+    service.check_batch_size(len(q))
     items = [
         make_item(text=t, source_lang=source, target_lang=target, format=fmt,
                   glossary_id=glossary_id)

@@ -200,3 +200,24 @@ async def test_libre_prefix_does_not_touch_the_native_api(client: httpx.AsyncCli
     assert r.status_code == 422
     assert r.json()["error"]["code"] == "invalid_request"
     assert (await client.get(f"{LT}/nope")).json() == {"error": "Not Found"}
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v2/translate", {"text": ["hi"] * 5000, "target_lang": "DE"}),
+        ("/libretranslate/translate", {"q": ["hi"] * 5000, "source": "en", "target": "de"}),
+    ],
+)
+async def test_oversized_compat_batches_are_refused_before_items_are_built(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, path: str, body: dict
+) -> None:
+    # Validating 100,000 items before the size check cost seconds on the event loop.
+    def no_items(**_: object) -> None:
+        raise AssertionError("items were built")
+
+    monkeypatch.setattr("serve_app.api.compat.deepl.make_item", no_items)
+    monkeypatch.setattr("serve_app.api.compat.libre.make_item", no_items)
+    r = await client.post(path, json=body, headers=AUTH)
+    assert r.status_code == 413, r.text
+    assert "at most" in r.text
