@@ -63,7 +63,8 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
     await store.create_key("a", digest("sk-a"))
     await store.create_key("b", digest("sk-b"))
     engine = FakeEngine()
-    config = AppConfig.model_validate({"prompt": {"family": "chat"}, "security": {"store_keys": True}})
+    security = {"store_keys": True}
+    config = AppConfig.model_validate({"prompt": {"family": "chat"}, "security": security})
     service = TranslationService(config, engine)
     await service.start()
     documents = ReplicaDocuments(
@@ -99,7 +100,9 @@ def check_terms(prompts: list[str]) -> None:
     cart = [p for p in prompts if "Your cart is full" in text_of(p)]
     checkout = [p for p in prompts if "Go to checkout" in text_of(p)]
     other = [p for p in prompts if "Nothing else here" in text_of(p)]
-    assert cart and checkout and other
+    assert cart
+    assert checkout
+    assert other
     assert all("cart -> Warenkorb" in p and "Kasse" not in p for p in cart)
     assert all("checkout -> Kasse" in p and "Warenkorb" not in p for p in checkout)
     assert all("Warenkorb" not in p and "Kasse" not in p for p in other)
@@ -211,13 +214,14 @@ async def test_libre_translate_file_with_a_glossary(setup: Setup) -> None:
 
 async def test_deepl_refusals_are_deepls_shape(setup: Setup) -> None:
     gid = await glossary(setup)
+    en_de = {"target_lang": "DE", "source_lang": "EN", "glossary_id": gid}
     cases = [
         ({"target_lang": "DE", "glossary_id": gid}, DEEPL_A, 400, "source_lang"),
-        ({"target_lang": "FR", "source_lang": "EN", "glossary_id": gid}, DEEPL_A, 400, "en->fr"),
-        ({"target_lang": "DE", "source_lang": "EN", "glossary_id": "nope"}, DEEPL_A, 404, ""),
-        ({"target_lang": "DE", "source_lang": "EN", "glossary_id": gid}, DEEPL_B, 404, ""),
-        ({"target_lang": "DE", "source_lang": "EN", "glossary_ids": gid}, DEEPL_A, 400, "glossary_id"),
-    ]  # fmt: skip
+        ({**en_de, "target_lang": "FR"}, DEEPL_A, 400, "en->fr"),
+        ({**en_de, "glossary_id": "nope"}, DEEPL_A, 404, ""),
+        (en_de, DEEPL_B, 404, ""),
+        ({**en_de, "glossary_ids": gid}, DEEPL_A, 400, "glossary_id"),
+    ]
     for form, headers, status, words in cases:
         r = await setup.client.post("/v2/document", **upload(**form), headers=headers)
         assert r.status_code == status, (form, r.text)
@@ -229,14 +233,16 @@ async def test_deepl_refusals_are_deepls_shape(setup: Setup) -> None:
 
 async def test_native_and_libre_refusals_are_their_shapes(setup: Setup) -> None:
     gid = await glossary(setup)
+    en_de = {"target_lang": "de", "source_lang": "en", "glossary_id": gid}
+    missing = "glossary_not_found"
     cases = [
         ({"target_lang": "de", "glossary_id": gid}, A, 422, "invalid_request"),
-        ({"target_lang": "de", "source_lang": "auto", "glossary_id": gid}, A, 422, "invalid_request"),
-        ({"target_lang": "fr", "source_lang": "en", "glossary_id": gid}, A, 400, "invalid_glossary"),
-        ({"target_lang": "de", "source_lang": "en", "glossary_id": "nope"}, A, 404, "glossary_not_found"),
-        ({"target_lang": "de", "source_lang": "en", "glossary_id": gid}, B, 404, "glossary_not_found"),
-        ({"target_lang": "de", "source_lang": "en", "glossary_id": "x" * 101}, A, 422, "invalid_request"),
-    ]  # fmt: skip
+        ({**en_de, "source_lang": "auto"}, A, 422, "invalid_request"),
+        ({**en_de, "target_lang": "fr"}, A, 400, "invalid_glossary"),
+        ({**en_de, "glossary_id": "nope"}, A, 404, missing),
+        (en_de, B, 404, missing),
+        ({**en_de, "glossary_id": "x" * 101}, A, 422, "invalid_request"),
+    ]
     for form, headers, status, code in cases:
         r = await setup.client.post("/documents", **upload(**form), headers=headers)
         assert r.status_code == status, (form, r.text)
