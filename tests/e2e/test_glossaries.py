@@ -179,8 +179,9 @@ def test_document_glossary_errors_in_deepls_shape(url: str) -> None:
         upload(target_lang="DE", source_lang="EN", glossary="no-such-glossary")
     other_key = translator(url, KEY_B)
     with pytest.raises(deepl.DeepLException, match="not found"):  # another key's glossary
+        gid = glossary.glossary_id
         other_key.translate_document_upload(
-            data, filename="a.txt", target_lang="DE", source_lang="EN", glossary=glossary.glossary_id
+            data, filename="a.txt", target_lang="DE", source_lang="EN", glossary=gid
         )
     # deepl-python asks for source_lang itself; the server too, for other clients.
     files = {"file": ("a.txt", data, "text/plain")}
