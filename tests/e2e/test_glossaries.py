@@ -177,9 +177,8 @@ def test_document_glossary_errors_in_deepls_shape(url: str) -> None:
         upload(target_lang="FR", source_lang="EN", glossary=glossary.glossary_id)
     with pytest.raises(deepl.DeepLException, match="not found"):
         upload(target_lang="DE", source_lang="EN", glossary="no-such-glossary")
-    other_key = translator(url, KEY_B)
+    other_key, gid = translator(url, KEY_B), glossary.glossary_id
     with pytest.raises(deepl.DeepLException, match="not found"):  # another key's glossary
-        gid = glossary.glossary_id
         other_key.translate_document_upload(
             data, filename="a.txt", target_lang="DE", source_lang="EN", glossary=gid
         )
