@@ -1,15 +1,20 @@
 """Native document translation: ``/documents``.
 
 ``POST /documents`` (multipart: ``file``, ``target_lang``, optional ``source_lang``,
-``formality``, ``format``) stores a job and answers its id, its ``document_key`` and its
-status; ``GET /documents/{id}`` is the status with progress and ``seconds_remaining``;
-``GET /documents/{id}/result`` downloads the translated file (409 until it is done);
-``DELETE /documents/{id}`` deletes it (jobs also expire after the store's TTL);
-``GET /documents`` lists the caller's jobs. Jobs belong to the caller's API key.
+``formality``, ``format``, ``glossary_id``) stores a job and answers its id, its
+``document_key`` and its status; ``GET /documents/{id}`` is the status with progress and
+``seconds_remaining``; ``GET /documents/{id}/result`` downloads the translated file (409
+until it is done); ``DELETE /documents/{id}`` deletes it (jobs also expire after the store's
+TTL); ``GET /documents`` lists the caller's jobs. Jobs belong to the caller's API key.
+
+``with_glossary`` is what every upload route (native, DeepL, LibreTranslate) calls for a
+``glossary_id``: the caller's stored glossary is resolved at upload as the translate routes
+resolve it, and its entries that occur in the document are kept with the job.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -17,9 +22,10 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from pydantic import BaseModel, Field
 from starlette.datastructures import FormData, UploadFile
 
+from serve_app.api.glossaries import stored_glossary
 from serve_app.core.errors import DocumentTooLarge, InvalidRequest
 from serve_app.documents import FORMATS
-from serve_app.documents.jobs import Upload, seconds_remaining
+from serve_app.documents.jobs import GLOSSARY_ID, Upload, seconds_remaining
 from serve_app.documents.replica import ReplicaDocuments
 from serve_app.store import DocumentJob, owner_of
 
@@ -43,6 +49,7 @@ class DocumentStatus(BaseModel):
     )
     created_at: float
     expires_at: float = Field(..., description="When the job and its files are deleted.")
+    glossary_id: str | None = Field(None, description="The stored glossary it applies.")
     error: str | None = None
 
 
@@ -66,7 +73,8 @@ def status_of(job: DocumentJob) -> DocumentStatus:
         characters_total=job.characters_total, characters_done=job.characters_done,
         progress=1.0 if job.state == "done" else round(job.characters_done / total, 4),
         seconds_remaining=seconds_remaining(job), created_at=job.created_at,
-        expires_at=job.expires_at, error=job.error,
+        expires_at=job.expires_at, glossary_id=job.options.get(GLOSSARY_ID),
+        error=job.error,
     )  # fmt: skip
 
 
@@ -100,6 +108,22 @@ def field(form: FormData, name: str) -> str | None:
     return value or None
 
 
+async def with_glossary(
+    request: Request, documents: ReplicaDocuments, upload: Upload, glossary_id: str | None
+) -> Upload:
+    """``upload`` with the caller's stored glossary ``glossary_id`` (if any) resolved now:
+    404 for an unknown id or another key's, 400 without an explicit source language or for
+    a language pair the glossary lacks, before anything is stored."""
+    if not glossary_id:
+        return upload
+    if len(glossary_id) > 100:
+        raise InvalidRequest("Invalid request: glossary_id is at most 100 characters.")
+    entries = await stored_glossary(
+        request, documents.service, glossary_id, upload.source_lang, upload.target_lang
+    )
+    return replace(upload, glossary_id=glossary_id, glossary=entries)
+
+
 def file_response(job: DocumentJob, data: bytes) -> Response:
     """The translated file as a download under the uploaded file's name."""
     fmt = FORMATS.get(job.format)
@@ -123,7 +147,8 @@ def documents_router(app: FastAPI, documents: ReplicaDocuments) -> None:
     @router.post("", response_model=DocumentCreated, status_code=201)
     async def upload(request: Request) -> DocumentCreated:
         """Uploads a document to translate (multipart: ``file``, ``target_lang``, optional
-        ``source_lang``, ``formality``, ``format``)."""
+        ``source_lang``, ``formality``, ``format``, ``glossary_id``: a stored glossary of
+        the caller's, which needs ``source_lang``)."""
         file, data, form = await read_upload(request, max_bytes)
         target = field(form, "target_lang")
         if not target:
@@ -133,6 +158,7 @@ def documents_router(app: FastAPI, documents: ReplicaDocuments) -> None:
             raise InvalidRequest("Invalid request: formality is default, formal or informal.")
         up = Upload(file.filename or "", data, target, field(form, "source_lang"),
                     field(form, "format"), formality)  # fmt: skip
+        up = await with_glossary(request, documents, up, field(form, "glossary_id"))
         submitted = await documents.submit(owner(request), up)
         return DocumentCreated(**status_of(submitted.job).model_dump(), document_key=submitted.key)
 

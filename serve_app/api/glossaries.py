@@ -192,6 +192,34 @@ async def pair_entries(
     )
 
 
+def _glossary_pair(
+    service: TranslationService, glossary_id: str, source_lang: str | None, target_lang: str
+) -> tuple[str, str, str]:
+    """``(glossary_id, source, target)`` with the languages' canonical codes; a 400 when
+    the source language is left to detection (a glossary is for one language pair)."""
+    raw_source = (source_lang or "auto").strip()
+    if raw_source.lower() == "auto":
+        raise InvalidRequest("Invalid request: a glossary_id needs an explicit source_lang.")
+    source, target = service.languages.resolve_pair(raw_source, target_lang)
+    return glossary_id, source.code, target.code
+
+
+async def stored_glossary(
+    request: Request,
+    service: TranslationService,
+    glossary_id: str,
+    source_lang: str | None,
+    target_lang: str,
+) -> Entries:
+    """Every entry of the caller's stored glossary for ``source_lang -> target_lang``, as
+    the text routes resolve it (404 for an unknown id or another key's, 400 without an
+    explicit source language or for a pair the glossary lacks): what a document upload
+    keeps with its job."""
+    store = glossary_store(request, service)
+    key = _glossary_pair(service, glossary_id, source_lang, target_lang)
+    return await pair_entries(store, owner(request), *key)
+
+
 async def apply_glossaries(
     request: Request, service: TranslationService, items: Sequence[Item]
 ) -> list[Item]:
@@ -206,11 +234,7 @@ async def apply_glossaries(
         if not item.glossary_id:
             out.append(item)
             continue
-        raw_source = (item.source_lang or "auto").strip()
-        if raw_source.lower() == "auto":
-            raise InvalidRequest("Invalid request: a glossary_id needs an explicit source_lang.")
-        source, target = service.languages.resolve_pair(raw_source, item.target_lang)
-        key = (item.glossary_id, source.code, target.code)
+        key = _glossary_pair(service, item.glossary_id, item.source_lang, item.target_lang)
         if key not in read:
             read[key] = await pair_entries(store, owner(request), *key)
         terms = await terms_for_async(item.text, read[key])

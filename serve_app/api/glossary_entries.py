@@ -16,9 +16,11 @@ from collections.abc import Sequence
 from typing import Literal
 
 from serve_app.core.errors import InvalidGlossary
+from serve_app.core.glossary_terms import Entries, terms_for
+
+__all__ = ["Entries", "parse_entries", "terms_for", "terms_for_async", "to_csv", "to_tsv"]
 
 EntriesFormat = Literal["tsv", "csv"]
-Entries = tuple[tuple[str, str], ...]
 # Above this much work (entries x characters), filtering and parsing leave the event loop.
 _THREAD_ABOVE = 50_000
 
@@ -86,14 +88,8 @@ def to_csv(entries: Sequence[tuple[str, str]]) -> str:
     return out.getvalue()
 
 
-def terms_for(text: str, entries: Entries) -> Entries:
-    """The entries whose source term occurs in ``text`` (case-insensitively): what the
-    prompt needs of a large glossary (the prompt families filter each piece again)."""
-    lowered = text.casefold()
-    return tuple((s, t) for s, t in entries if s.casefold() in lowered)
-
-
 async def terms_for_async(text: str, entries: Entries) -> Entries:
+    """``terms_for`` (``core/glossary_terms.py``), in a thread for large inputs."""
     if len(text) * len(entries) <= _THREAD_ABOVE:
         return terms_for(text, entries)
     return await asyncio.to_thread(terms_for, text, entries)

@@ -14,6 +14,7 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import json
 import logging
 import secrets
 import time
@@ -27,9 +28,19 @@ from serve_app.core.errors import (
     DeadlineExceeded,
     DocumentNotFound,
     DocumentNotReady,
+    GlossaryTooLarge,
     ServiceError,
 )
-from serve_app.documents import FORMATS, extract, format_for, rebuild
+from serve_app.core.glossary_terms import Entries, terms_for
+from serve_app.documents import (
+    FORMATS,
+    DocumentFormat,
+    DocumentLimits,
+    Segment,
+    extract,
+    format_for,
+    rebuild,
+)
 from serve_app.store import DocumentJob, NewSegment, Store
 
 logger = logging.getLogger("ray.serve.translator")
@@ -37,6 +48,12 @@ logger = logging.getLogger("ray.serve.translator")
 KEY_DIGEST = "document_key_sha256"
 TAGGED = "tagged_segments"
 MARKUP = "markup"  # the request format its segments are translated in (html, markdown)
+# The stored glossary named at upload: its id, and its entries that occur in the document
+# (a snapshot: the job goes on unchanged if the glossary is edited or deleted).
+GLOSSARY_ID = "glossary_id"
+GLOSSARY = "glossary"
+# The snapshot's share of the job's options (the store takes 64 KiB of options in all).
+MAX_GLOSSARY_BYTES = 48 * 1024
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,8 @@ class Upload:
     source_lang: str | None = None
     format: str | None = None  # a format name overriding the file's extension
     formality: str = "default"
+    glossary_id: str | None = None
+    glossary: Entries = ()  # the stored glossary's entries for the job's language pair
 
 
 @dataclass(frozen=True)
@@ -98,7 +117,7 @@ class DocumentJobs:
         """Reads the file (400 if malformed, 413 beyond the limits) and stores the job;
         ``detect`` (segment texts -> language code) fills in a missing source language."""
         fmt = format_for(upload.filename, upload.format)
-        segments = await asyncio.to_thread(extract, fmt, upload.data, self.limits)
+        segments, terms = await asyncio.to_thread(_read, fmt, upload, self.limits)
         source = upload.source_lang
         if detect is not None and segments:
             source = detect([s.text for s in segments[:200]])
@@ -110,6 +129,8 @@ class DocumentJobs:
         }
         if fmt.markup:
             options[MARKUP] = fmt.markup
+        if upload.glossary_id:
+            options |= _glossary_options(upload.glossary_id, terms)
         job = await self.store.create_document(
             owner,
             upload.filename or f"document.{fmt.name}",
@@ -189,6 +210,31 @@ class DocumentJobs:
             if job.state != "done":
                 raise
             return job
+
+
+def _read(
+    fmt: DocumentFormat, upload: Upload, limits: DocumentLimits
+) -> tuple[list[Segment], Entries]:
+    """The document's segments, and the glossary entries whose terms occur in them."""
+    segments = extract(fmt, upload.data, limits)
+    if not upload.glossary:
+        return segments, ()
+    return segments, terms_for("\n".join(s.text for s in segments), upload.glossary)
+
+
+def _glossary_options(glossary_id: str, terms: Entries) -> dict[str, Any]:
+    options = {GLOSSARY_ID: glossary_id, GLOSSARY: [list(t) for t in terms]}
+    if len(json.dumps(options)) > MAX_GLOSSARY_BYTES:
+        raise GlossaryTooLarge(
+            f"The entries of glossary {glossary_id[:100]!r} that occur in this document take "
+            f"more than {MAX_GLOSSARY_BYTES} bytes; split the document or the glossary."
+        )
+    return options
+
+
+def glossary_of(options: Mapping[str, Any]) -> Entries:
+    """The glossary snapshot a job keeps in its options (empty without one)."""
+    return tuple((str(s), str(t)) for s, t in options.get(GLOSSARY, ()))
 
 
 def _key_matches(options: Mapping[str, Any], key: str) -> bool:

@@ -10,13 +10,15 @@ import asyncio
 import logging
 import re
 from contextlib import suppress
+from dataclasses import replace
 from typing import Any, Protocol
 
 from serve_app.core.context import engine_priority
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.core.errors import LanguageDetectionFailed
-from serve_app.core.schemas import TranslateRequest
-from serve_app.documents.jobs import MARKUP, DocumentJobs, Submitted, Upload
+from serve_app.core.glossary_terms import terms_for
+from serve_app.core.schemas import GlossaryEntry, TranslateRequest
+from serve_app.documents.jobs import MARKUP, DocumentJobs, Submitted, Upload, glossary_of
 from serve_app.documents.worker import DocumentWorker
 from serve_app.store import DocumentBacklog, DocumentJob, SegmentClaim, Store
 
@@ -96,8 +98,7 @@ class ReplicaDocuments:
         target = languages.resolve(upload.target_lang).code
         auto = not upload.source_lang or upload.source_lang.strip().lower() == "auto"
         source = None if auto else languages.resolve(upload.source_lang).code
-        upload = Upload(upload.filename, upload.data, target, source, upload.format,
-                        upload.formality)  # fmt: skip
+        upload = replace(upload, target_lang=target, source_lang=source)
         return await self.jobs.submit(owner, upload, detect=None if source else self._detect)
 
     def _detect(self, texts: list[str]) -> str:
@@ -121,6 +122,7 @@ class ReplicaDocuments:
             formality=claim.options.get("formality", "default"),
             format=claim.options.get(MARKUP, "text"),
         )
+        request = _with_glossary(request, claim)
         self.active += 1
         # The engine requests made for this segment (and the tasks they run in) carry the
         # documents' priority: behind every live request in the engine's queue.
@@ -136,3 +138,14 @@ class ReplicaDocuments:
         self.metrics.document_segment(len(claim.text))
         if job.state in ("done", "error"):
             self.metrics.document_finished(job.state)
+
+
+def _with_glossary(request: TranslateRequest, claim: SegmentClaim) -> TranslateRequest:
+    """The request with the job's glossary terms that its text holds as its glossary: the
+    terminology prompt the translate routes' ``glossary_id`` reaches (not validated again:
+    the store checked the terms, and a text may hold more than the inline limit)."""
+    terms = terms_for(request.text, glossary_of(claim.options))
+    if not terms:
+        return request
+    glossary = [GlossaryEntry.model_construct(source=s, target=t) for s, t in terms]
+    return request.model_copy(update={"glossary": glossary})

@@ -2,11 +2,14 @@
 two replicas of the tiny model on vLLM (CPU), two API keys; the official `deepl` client
 (``Translator``'s v2 glossary API and ``DeepLClient``'s v3 multilingual one) creates, lists,
 reads, uses and deletes glossaries; the native API uses the same ids; each key sees only its
-own. Random weights: the translations are not checked, only that the glossary reached every
-replica (the store) and that errors come in each API's shape."""
+own; ``translate_document(..., glossary=...)`` uses one on a document job. Random weights: the
+translations are not checked, only that the glossary reached every replica (the store) and
+that errors come in each API's shape."""
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -136,3 +139,54 @@ def test_native_api_shares_the_ids_and_keeps_keys_apart(url: str) -> None:
         translator(url).create_glossary("big", "EN", "DE", {f"t{i}": "u" for i in range(21)})
     deleted = httpx.delete(f"{url}/glossaries/{gid}", headers=bearer(KEY_A), timeout=60)
     assert deleted.status_code == 204
+
+
+def test_deepl_client_translates_a_document_with_a_glossary(url: str, tmp_path: Path) -> None:
+    client = translator(url)
+    glossary = client.create_glossary("docs", "EN", "DE", {"cart": "Warenkorb"})
+    source, out = tmp_path / "shop.txt", tmp_path / "shop.de.txt"
+    source.write_text("Your cart is full.\n\nGo to the checkout.\n", encoding="utf-8")
+    status = client.translate_document_from_filepath(
+        source, out, source_lang="EN", target_lang="DE", glossary=glossary
+    )
+    assert status.done
+    assert status.billed_characters > 0
+    assert out.read_text(encoding="utf-8").strip()
+    # The job keeps the glossary's terms: deleting the glossary after the upload changes
+    # nothing (native upload, so its status can be read with the glossary's id).
+    files = {"file": ("shop.txt", source.read_bytes(), "text/plain")}
+    form = {"target_lang": "de", "source_lang": "en", "glossary_id": glossary.glossary_id}
+    up = httpx.post(f"{url}/documents", files=files, data=form, headers=bearer(KEY_A), timeout=60)
+    assert up.status_code == 201, up.text
+    client.delete_glossary(glossary)
+    doc = up.json()["id"]
+    for _ in range(TIMEOUT):
+        job = httpx.get(f"{url}/documents/{doc}", headers=bearer(KEY_A), timeout=60).json()
+        if job["status"] in ("done", "error"):
+            break
+        time.sleep(1)
+    assert (job["status"], job["glossary_id"]) == ("done", glossary.glossary_id), job
+
+
+def test_document_glossary_errors_in_deepls_shape(url: str) -> None:
+    client = translator(url)
+    glossary = client.create_glossary("doc errors", "EN", "DE", {"cart": "Warenkorb"})
+    data = b"Your cart is full."
+    upload = functools.partial(client.translate_document_upload, data, filename="a.txt")
+    with pytest.raises(deepl.DeepLException, match="en->fr"):  # the pair must match
+        upload(target_lang="FR", source_lang="EN", glossary=glossary.glossary_id)
+    with pytest.raises(deepl.DeepLException, match="not found"):
+        upload(target_lang="DE", source_lang="EN", glossary="no-such-glossary")
+    other_key, gid = translator(url, KEY_B), glossary.glossary_id
+    with pytest.raises(deepl.DeepLException, match="not found"):  # another key's glossary
+        other_key.translate_document_upload(
+            data, filename="a.txt", target_lang="DE", source_lang="EN", glossary=gid
+        )
+    # deepl-python asks for source_lang itself; the server too, for other clients.
+    files = {"file": ("a.txt", data, "text/plain")}
+    form = {"target_lang": "DE", "glossary_id": glossary.glossary_id}
+    auth = {"Authorization": f"DeepL-Auth-Key {KEY_A}"}
+    r = httpx.post(f"{url}/v2/document", files=files, data=form, headers=auth, timeout=60)
+    assert r.status_code == 400
+    assert "source_lang" in r.json()["message"]
+    client.delete_glossary(glossary)

@@ -1,7 +1,8 @@
 """DeepL's document translation, as deepl-python's ``translate_document`` drives it.
 
 ``POST /v2/document`` (multipart: ``file``, ``target_lang``, optional ``source_lang``,
-``formality``, ``output_format``) answers ``{"document_id", "document_key"}``;
+``formality``, ``output_format``, ``glossary_id``: a stored glossary, v2 or v3, which needs
+``source_lang``, as on ``/v2/translate``) answers ``{"document_id", "document_key"}``;
 ``POST /v2/document/{id}`` with ``document_key`` (JSON or form) answers ``{"document_id",
 "status", "seconds_remaining", "billed_characters", "error_message"}`` (statuses queued,
 translating, done, error); ``POST /v2/document/{id}/result`` with ``document_key`` answers
@@ -16,7 +17,14 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from serve_app.api.compat.common import Params, get_and_post, one, read_params
-from serve_app.api.documents import field, file_response, owner, public_state, read_upload
+from serve_app.api.documents import (
+    field,
+    file_response,
+    owner,
+    public_state,
+    read_upload,
+    with_glossary,
+)
 from serve_app.core.errors import InvalidRequest, UnsupportedOption
 from serve_app.documents.jobs import Upload, seconds_remaining
 from serve_app.documents.replica import ReplicaDocuments
@@ -59,14 +67,18 @@ def deepl_document_routes(
         target = field(form, "target_lang")
         if not target:
             raise InvalidRequest("Parameter 'target_lang' not specified.")
-        if field(form, "glossary_id") or field(form, "glossary_ids"):
-            raise UnsupportedOption("Glossaries (glossary_id) are not supported by this server.")
+        glossary_id = field(form, "glossary_id")
+        if field(form, "glossary_ids"):
+            raise UnsupportedOption("glossary_ids is not supported here: use glossary_id.")
+        if glossary_id and not field(form, "source_lang"):
+            raise InvalidRequest("Parameter 'source_lang' is required when using a glossary.")
         name = field(form, "filename") or file.filename or ""
         wanted = field(form, "output_format")
         if wanted and name.rsplit(".", 1)[-1].lower() != wanted.lower().lstrip("."):
             raise UnsupportedOption("output_format must be the input file's own format.")
         up = Upload(name, data, target, field(form, "source_lang"), None,
                     formality(field(form, "formality") or "default"))  # fmt: skip
+        up = await with_glossary(request, documents, up, glossary_id)
         submitted = await documents.submit(owner(request), up)
         return {"document_id": submitted.job.id, "document_key": submitted.key}
 

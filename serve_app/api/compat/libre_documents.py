@@ -1,11 +1,13 @@
 """LibreTranslate's file translation: ``POST /translate_file`` and ``GET /download_file``.
 
 As in LibreTranslate, ``/translate_file`` (multipart: ``file``, ``source`` (a code or
-``auto``), ``target``, ``api_key``) answers once the file is translated, with
-``{"translatedFileUrl": ".../download_file/<id>.<name>"}``; the download answers the file
-under its original name. The job id in the URL is the download's only credential, as the
-random name is in LibreTranslate. A file not done within ``documents.wait_timeout_s`` gets
-a 504 (the job goes on; the same upload can be retried later).
+``auto``), ``target``, ``api_key``; ``glossary_id``, an extension as on ``/translate``: a
+stored glossary of the key, which needs an explicit ``source``) answers once the file is
+translated, with ``{"translatedFileUrl": ".../download_file/<id>.<name>"}``; the download
+answers the file under its original name. The job id in the URL is the download's only
+credential, as the random name is in LibreTranslate. A file not done within
+``documents.wait_timeout_s`` gets a 504 (the job goes on; the same upload can be retried
+later).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request, Response
 
-from serve_app.api.documents import field, file_response, owner, read_upload
+from serve_app.api.documents import field, file_response, owner, read_upload, with_glossary
 from serve_app.core.errors import InvalidRequest
 from serve_app.documents.jobs import Upload
 from serve_app.documents.replica import ReplicaDocuments
@@ -33,6 +35,7 @@ def libre_document_routes(router: APIRouter, documents: ReplicaDocuments, prefix
         if not file.filename:
             raise InvalidRequest("Invalid request: empty file")
         up = Upload(file.filename, data, target, field(form, "source"))
+        up = await with_glossary(request, documents, up, field(form, "glossary_id"))
         submitted = await documents.submit(owner(request), up)
         job_id = submitted.job.id
         await documents.jobs.wait(None, job_id, documents.config.wait_timeout_s)

@@ -13,6 +13,7 @@ from serve_app.core.documents_config import DocumentsConfig
 from serve_app.core.errors import (
     DocumentNotFound,
     DocumentNotReady,
+    GlossaryTooLarge,
     MalformedDocument,
     Overloaded,
     StoreUnavailable,
@@ -224,6 +225,29 @@ async def test_malformed_uploads_are_refused_before_anything_is_stored(store: St
     jobs = DocumentJobs(store, CONFIG)
     with pytest.raises(MalformedDocument):
         await jobs.submit("alice", Upload("a.docx", b"not a zip", "de"))
+    assert await store.list_documents("alice") == []
+
+
+async def test_a_job_keeps_the_glossary_terms_its_document_holds(store: Store) -> None:
+    jobs = DocumentJobs(store, CONFIG)
+    entries = (("Cart", "Warenkorb"), ("wishlist", "Wunschzettel"))
+    up = Upload("a.txt", b"my cart\n\nsomething", "de", "en", glossary_id="g1", glossary=entries)
+    job = (await jobs.submit("alice", up)).job
+    assert job.options["glossary_id"] == "g1"
+    assert job.options["glossary"] == [["Cart", "Warenkorb"]]  # case-insensitive, used only
+    plain = (await jobs.submit("alice", Upload("b.txt", b"my cart", "de", "en"))).job
+    assert "glossary" not in plain.options
+
+
+async def test_a_glossary_snapshot_beyond_its_share_of_the_options_is_a_413(
+    store: Store,
+) -> None:
+    jobs = DocumentJobs(store, CONFIG)
+    entries = tuple((f"term{i:04d}" + "x" * 60, "y" * 60) for i in range(400))
+    text = "\n\n".join(s for s, _ in entries).encode()
+    up = Upload("a.txt", text, "de", "en", glossary_id="g1", glossary=entries)
+    with pytest.raises(GlossaryTooLarge, match="split the document"):
+        await jobs.submit("alice", up)
     assert await store.list_documents("alice") == []
 
 
