@@ -355,3 +355,18 @@ def test_stored_glossary_is_saved_picked_and_sent(browser: Any, url: str) -> Non
         page.select_option("#target", "de")  # back: the picked one again
         assert page.input_value("#stored-glossary") == picked
         assert serious_violations(page) == []
+        # Documents use it too: the Files tab shows the picker (not the text's options).
+        page.click("#tab-files")
+        assert page.is_visible("#stored-glossary")
+        assert page.is_hidden("#glossary")
+        assert page.is_hidden("#save-glossary")
+        upload = "/documents"
+        with page.expect_response(lambda r: r.url.endswith(upload)) as created:
+            page.set_input_files(
+                "#file-input",
+                files=[{"name": "cart.txt", "mimeType": "text/plain", "buffer": b"Your cart.\n"}],
+            )
+        assert created.value.json()["glossary_id"] == picked  # the job keeps the glossary
+        job = page.locator("#jobs li").first
+        job.locator("button", has_text="Download").wait_for(timeout=180_000)
+        assert job.locator(".job-status").text_content() == "Done"

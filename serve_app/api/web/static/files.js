@@ -20,8 +20,9 @@
       button.tabIndex = on ? 0 : -1;
       $(tab + "-panel").hidden = !on;
     }
-    // The options (glossary, context) are the text's; the pickers serve both tabs.
+    // The pickers serve both tabs; of the options, documents use the stored glossary only.
     document.body.classList.toggle("files-tab", name === "files");
+    $("options").classList.toggle("none-here", name === "files" && $("opt-stored").hidden);
   }
 
   function onTabKey(event) {
@@ -67,6 +68,8 @@
     form.append("file", file);
     form.append("target_lang", target);
     if (source !== "auto") form.append("source_lang", source);
+    const glossary = $("opt-stored").hidden ? "" : $("stored-glossary").value;
+    if (glossary) form.append("glossary_id", glossary);
     try {
       const job = await (await MT.api("/documents", { method: "POST", body: form })).json();
       MT.showMessage("");
