@@ -31,8 +31,8 @@ import signal
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -42,7 +42,7 @@ import httpx
 from bench.journey import machine
 from bench.loadgen import run
 from bench.report import markdown_table, plot_head_to_head
-from bench.systems import BenchContext, bench_app_config, describe, started
+from bench.systems import ROOT, BenchContext, bench_app_config, describe, started
 from bench.targets import NativeTarget
 from bench.workloads import WORDS, Item, TokenCounter, make_workload, tokenizer_counter
 from bench.workloads import word_count_estimate as estimate
@@ -139,10 +139,8 @@ class DocumentKeeper:
             if state == "done":
                 await self.upload()
                 continue
-            try:
+            with suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), self.poll_s)
-            except TimeoutError:
-                pass
 
     def stop(self) -> None:
         self._stop.set()
@@ -218,10 +216,11 @@ async def with_document(
 
 async def rounds(
     target: NativeTarget, workloads: list[list[Item]], users: int, doc: Document,
-    timing: dict[str, float],
+    timing: dict[str, float], checkpoint: Callable[[list[dict[str, Any]]], None],
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Alternated rounds: without then with, with then without, ... (``workloads``: two
-    fresh lists of texts per round)."""
+    fresh lists of texts per round); ``checkpoint`` gets the rounds so far after each one (a
+    run cut by a time limit keeps them)."""
     out = []
     for r in range(len(workloads) // 2):
         order: list[Phase] = ["without", "with"] if r % 2 == 0 else ["with", "without"]
@@ -233,6 +232,7 @@ async def rounds(
             else:
                 results[phase] = _brief(await run(target, items, concurrency=users))
         out.append({"order": order, **results})
+        checkpoint(out)
         print(f"  round {r + 1}: " + "  ".join(_line(p, results[p]) for p in order), flush=True)
     return out
 
@@ -306,7 +306,8 @@ async def service(ns: argparse.Namespace) -> AsyncIterator[tuple[NativeTarget, d
     if ns.url:
         target = NativeTarget("ray_serve", ns.url)
         try:
-            yield target, {"url": ns.url, "scheduling_policy": ns.scheduling, "replicas": 1}
+            settings = {"url": ns.url, "scheduling_policy": ns.scheduling}
+            yield target, {**settings, "replicas": ns.replicas}
         finally:
             await target.aclose()
         return
@@ -333,7 +334,9 @@ def context(ns: argparse.Namespace) -> BenchContext:
     workdir.mkdir(parents=True, exist_ok=True)
     config = app_config(ns, workdir / "store.db")
     device = "gpu" if "num_gpus: 1" in ns.serve_config.read_text() else "cpu"
-    return BenchContext(config, ns.serve_config.resolve(), workdir, device=device)
+    return BenchContext(
+        config, ns.serve_config.resolve(), workdir, device=device, replicas=ns.replicas
+    )
 
 
 async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
@@ -347,15 +350,23 @@ async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
     warmup = make_workload("variable", ns.warmup, seed=ns.seed + 1000, count_tokens=count)
     timing = {"start_timeout_s": ns.doc_start_timeout, "drain_timeout_s": ns.drain_timeout}
     async with service(ns) as (target, settings):
+        head = {
+            "machine": machine(), "date": dt.date.today().isoformat(), "users": ns.users,
+            "settings": settings, "workload": "variable", "requests_per_run": ns.requests,
+            "document": {"format": "txt", "paragraphs": len(doc.paragraphs),
+                         "tokens": doc.tokens, "characters": doc.characters,
+                         "tokenizer": tokenizer or "estimate"},
+        }  # fmt: skip
+
+        def report(per_round: list[dict[str, Any]]) -> dict[str, Any]:
+            summary = summarize(per_round, settings["replicas"])
+            return {**head, "rounds": per_round, "summary": summary}
+
         await run(target, warmup, concurrency=ns.users)
-        per_round = await rounds(target, workloads, ns.users, doc, timing)
-    return {
-        "machine": machine(), "date": dt.date.today().isoformat(), "users": ns.users,
-        "settings": settings, "workload": "variable", "requests_per_run": ns.requests,
-        "document": {"format": "txt", "paragraphs": len(doc.paragraphs), "tokens": doc.tokens,
-                     "characters": doc.characters, "tokenizer": tokenizer or "estimate"},
-        "rounds": per_round, "summary": summarize(per_round, settings.get("replicas", 1)),
-    }  # fmt: skip
+        per_round = await rounds(
+            target, workloads, ns.users, doc, timing, lambda pr: write(ns.out, report(pr))
+        )
+    return report(per_round)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -365,11 +376,13 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--url", help="a running service (native API)")
     where.add_argument("--model", help="start this project with this model folder")
     p.add_argument("--tokenizer", help="with --url: tokenizer folder (default: estimate)")
-    p.add_argument("--serve-config", type=Path, default=Path("serve_config.yaml"))
+    p.add_argument("--serve-config", type=Path, default=ROOT / "serve_config.yaml")
     p.add_argument("--load-format", help="e.g. dummy: random weights of the model's shape")
     p.add_argument("--engine", default="{}", help="JSON: more engine settings")
     p.add_argument("--documents", default="{}", help="JSON: documents settings (app config)")
     p.add_argument("--scheduling", choices=["priority", "fcfs"], help="engine scheduling_policy")
+    p.add_argument("--replicas", type=int, default=1, help="translator replicas (per-replica "
+                   "document tokens/s; with --model: how many to start)")  # fmt: skip
     p.add_argument("--users", type=int, default=25)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--requests", type=int, default=1000, help="live requests per run")

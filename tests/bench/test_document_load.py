@@ -55,7 +55,8 @@ def test_a_document_translates_through_every_with_window_and_finishes(result: di
     for r in result["rounds"]:
         window, jobs = r["with"]["document"], r["with"]["jobs"]
         assert window["documents_uploaded"] == len(jobs) >= 1
-        assert window["tokens_done"] > 0 and window["tokens_per_s"] > 0
+        assert window["tokens_done"] > 0
+        assert window["tokens_per_s"] > 0
         assert window["open_share"] > 0
         for job in jobs:
             assert job["status"] == "done", job
@@ -84,13 +85,15 @@ def test_fcfs_and_document_settings_reach_the_app_config(tmp_path: Path) -> None
     config = app_config(ns, tmp_path / "store.db")
     assert config.engine.scheduling_policy == "fcfs"
     assert (config.documents.idle_in_flight, config.documents.engine_priority) == (64, 2)
-    assert config.store is not None and config.store.sqlite_path() == str(tmp_path / "store.db")
+    assert config.store is not None
+    assert config.store.sqlite_path() == str(tmp_path / "store.db")
     assert config.limits.output_tokens_ratio == 1.0  # forced lengths: tokens = source tokens
 
 
 def test_the_document_is_k_paragraphs_of_counted_tokens(tiny_model_dir: Path) -> None:
     count = tokenizer_counter(str(tiny_model_dir))
     doc = make_document(5, 20, count, seed=3)
-    assert len(doc.paragraphs) == 5 and all(count(p) >= 20 for p in doc.paragraphs)
+    assert len(doc.paragraphs) == 5
+    assert all(count(p) >= 20 for p in doc.paragraphs)
     assert doc.tokens == sum(count(p) for p in doc.paragraphs)
     assert doc.txt().decode().split("\n\n") == [*doc.paragraphs[:-1], doc.paragraphs[-1] + "\n"]
