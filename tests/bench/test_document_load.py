@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.document_load import _parser, app_config, make_document
+from bench.document_feed import make_document
+from bench.document_load import _parser, app_config
 from bench.workloads import tokenizer_counter
 from tests.bench.test_harness import SMALL_ENGINE, bench
 from tests.conftest import ROOT
