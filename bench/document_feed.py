@@ -158,3 +158,15 @@ def finished_jobs(keeper: DocumentKeeper) -> list[dict[str, Any]]:
             if seconds and state == "done" else None,
         })  # fmt: skip
     return out
+
+
+async def translate_alone(
+    http: httpx.AsyncClient, doc: Document, timeout_s: float, replicas: int = 1
+) -> dict[str, Any]:
+    """One document with no live traffic, upload to done: the documents' own speed."""
+    keeper = DocumentKeeper(http, doc, poll_s=0.1)
+    await keeper.upload()
+    await keeper.drain(timeout_s)
+    job = finished_jobs(keeper)[0]
+    speed = job["tokens_per_s"]
+    return {**job, "tokens_per_s_per_replica": round(speed / replicas, 1) if speed else None}

@@ -40,6 +40,7 @@ from bench.document_feed import (
     document_window,
     finished_jobs,
     make_document,
+    translate_alone,
 )
 from bench.journey import machine
 from bench.loadgen import run
@@ -154,7 +155,8 @@ def write(out: Path, results: dict[str, Any]) -> None:
         f"p95 with/without: median {p95['median']} ({p95['min']}-{p95['max']}), goal <= "
         f"{s['goal_p95_ratio_at_most']}; document tokens/s during live traffic (per replica): "
         f"{s['document_tokens_per_s_per_replica_during_live']}; lost live requests: "
-        f"{s['live_requests_lost']}\n"
+        f"{s['live_requests_lost']}; document alone (no live traffic), tokens/s per replica: "
+        f"{results.get('document_alone', {}).get('tokens_per_s_per_replica')}\n"
     )
     (out / "document_load.md").write_text(text)
     h2h = {"systems": ["without", "with"], "rounds": results["rounds"]}
@@ -226,6 +228,9 @@ async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
             return {**head, "rounds": per_round, "summary": summary}
 
         await run(target, warmup, concurrency=ns.users)
+        alone = await translate_alone(target.client.http, doc, ns.drain_timeout, ns.replicas)
+        head["document_alone"] = alone
+        print(f"  document alone: {alone}", flush=True)
         per_round = await rounds(
             target, workloads, ns.users, doc, timing, lambda pr: write(ns.out, report(pr))
         )

@@ -51,6 +51,13 @@ def test_rounds_alternate_and_every_live_request_is_answered(result: dict) -> No
     assert result["summary"]["live_requests_lost"] == 0
 
 
+def test_the_document_alone_finishes_and_has_a_speed(result: dict) -> None:
+    alone = result["document_alone"]
+    assert alone["status"] == "done"
+    assert alone["segments"] == f"{PARAGRAPHS}/{PARAGRAPHS}"
+    assert alone["tokens_per_s_per_replica"] > 0
+
+
 def test_a_document_translates_through_every_with_window_and_finishes(result: dict) -> None:
     assert result["document"]["paragraphs"] == PARAGRAPHS
     for r in result["rounds"]:
@@ -73,7 +80,9 @@ def test_summary_settings_and_reports(result: dict) -> None:
     assert result["settings"]["scheduling_policy"] == "priority"
     assert result["settings"]["documents"]["engine_priority"] == 1
     out: Path = result["_out"]
-    assert "p95 with/without" in (out / "document_load.md").read_text()
+    table = (out / "document_load.md").read_text()
+    assert "p95 with/without" in table
+    assert "document alone" in table
     assert (out / "document_load.png").stat().st_size > 10_000
 
 
