@@ -15,7 +15,7 @@ its paragraphs' source tokens (counted with the model's tokenizer). During a win
 character; for a finished job, its tokens over its time from upload to done.
 
     python -m bench.document_load --url http://127.0.0.1:8000 --tokenizer MODEL_DIR \
-        --users 25 --rounds 3 --requests 1000 --doc-paragraphs 1000 --out DIR
+        --users 25 --rounds 3 --requests 1000 --doc-paragraphs 200 --out DIR
     python -m bench.document_load --model MODEL_DIR --load-format dummy \
         --serve-config serve_config.yaml --scheduling fcfs --out DIR   # starts the service
 """
@@ -113,6 +113,10 @@ def _spread(values: list[float]) -> dict[str, float | None]:
                                                  ("max", max))}  # fmt: skip
 
 
+def _spread_text(spread: dict[str, float | None]) -> str:
+    return f"median {spread['median']} ({spread['min']}-{spread['max']})"
+
+
 def summarize(per_round: list[dict[str, Any]], replicas: int) -> dict[str, Any]:
     """The with/without ratios (median and range) and the documents' tokens per second."""
     p95 = [r["with"]["p95_s"] / r["without"]["p95_s"] for r in per_round if r["without"]["p95_s"]]
@@ -152,9 +156,9 @@ def write(out: Path, results: dict[str, Any]) -> None:
         f"# Live traffic with and without a document ({results['machine']}, {results['date']})"
         f"\n\n{results['users']} users, scheduling_policy "
         f"{results['settings'].get('scheduling_policy')}\n\n{markdown_table(rows, COLUMNS)}\n"
-        f"p95 with/without: median {p95['median']} ({p95['min']}-{p95['max']}), goal <= "
+        f"p95 with/without: {_spread_text(p95)}, goal <= "
         f"{s['goal_p95_ratio_at_most']}; document tokens/s during live traffic (per replica): "
-        f"{s['document_tokens_per_s_per_replica_during_live']}; lost live requests: "
+        f"{_spread_text(s['document_tokens_per_s_per_replica_during_live'])}; lost live requests: "
         f"{s['live_requests_lost']}; document alone (no live traffic), tokens/s per replica: "
         f"{results.get('document_alone', {}).get('tokens_per_s_per_replica')}\n"
     )
@@ -255,7 +259,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--requests", type=int, default=1000, help="live requests per run")
     p.add_argument("--warmup", type=int, default=50)
-    p.add_argument("--doc-paragraphs", type=int, default=1000)
+    p.add_argument("--doc-paragraphs", type=int, default=200)
     p.add_argument("--doc-paragraph-tokens", type=int, default=100)
     p.add_argument("--doc-start-timeout", type=float, default=120)
     p.add_argument("--drain-timeout", type=float, default=600)
