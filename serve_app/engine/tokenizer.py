@@ -15,7 +15,12 @@ shared so that prompt encoding and token counting are done one way everywhere.
 
 Encoding and counting call the Rust ``tokenizers`` backend of a fast tokenizer directly when
 there is one: the same ids, without the Python layers of ``transformers`` around each call
-(about a sixth of a replica's CPU per request went to tokenizing through them).
+(about a sixth of a replica's CPU per request went to tokenizing through them). They call its
+``encode_batch`` (with one text), never ``encode``: ``encode`` holds the GIL for the whole
+call (about 0.1 s for the longest text allowed, more on a busy machine), so a planning thread
+tokenizing stalled the replica's event loop and every request on it, ``/healthz`` included;
+``encode_batch`` releases the GIL while it encodes and gives the same encoding
+(docs/reliability.md, "Planning and the GIL").
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ class PromptTokenizer:
 
     def _ids(self, text: str, add_special_tokens: bool) -> list[int]:
         if self._backend is not None:
-            return list(self._backend.encode(text, add_special_tokens=add_special_tokens).ids)
+            return list(_encoded(self._backend, text, add_special_tokens).ids)
         return list(self.tokenizer.encode(text, add_special_tokens=add_special_tokens))
 
     def encode(self, prompt: Prompt) -> list[int]:
@@ -58,7 +63,7 @@ class PromptTokenizer:
 
     def count_tokens(self, text: str) -> int:
         if self._backend is not None:
-            return len(self._backend.encode(text, add_special_tokens=False))
+            return len(_encoded(self._backend, text, add_special_tokens=False))
         return len(self.tokenizer.encode(text, add_special_tokens=False))
 
     def as_data(self, text: str) -> str:
@@ -70,6 +75,12 @@ def rust_backend(tokenizer: Any) -> Any | None:
     """The ``tokenizers.Tokenizer`` under a fast Hugging Face tokenizer, or None (slow ones)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     return backend if callable(getattr(backend, "encode", None)) else None
+
+
+def _encoded(backend: Any, text: str, add_special_tokens: bool) -> Any:
+    """``backend.encode(text)``, through ``encode_batch``: the GIL is released while it
+    encodes (``encode`` holds it throughout)."""
+    return backend.encode_batch([text], add_special_tokens=add_special_tokens)[0]
 
 
 def special_tokens(tokenizer: Any) -> list[str]:

@@ -1,11 +1,17 @@
 """Planning never blocks a replica, through the real stack: while the longest text allowed
 and the largest batch of them are planned (detection, tokenization, splitting, prompts),
-``/healthz`` keeps answering (p99 49-54 ms on a quiet 2-core machine; the test guards at
-2 s), and a request that cannot be planned within its deadline answers 504 by then.
+``/healthz`` keeps answering within 100 ms at the 99th percentile, and a request that cannot
+be planned within its deadline answers 504 by then.
 
 Before: planning ran on the replica's event loop, and splitting an unbroken run re-tokenized
 the rest of the text once per chunk: one such text held every request of its replica for
-about 17 s (the health probe included)."""
+about 17 s (the health probe included). Then, planning in threads, the tokenizer's
+``encode`` held the GIL for each whole call: the loop stalled up to a second at a time
+(docs/reliability.md, "Planning and the GIL").
+
+The probes are sent at a fixed rate, each on its own, not one after the other: a probe
+that waits for the previous one to answer sends nothing while the replica stalls, so a
+1-second stall would cost one slow probe out of hundreds and hide under the p99."""
 
 from __future__ import annotations
 
@@ -20,17 +26,26 @@ BODY_LIMIT = 1 << 20  # security.max_body_bytes
 BATCH = (BODY_LIMIT - 4096) // (len(LONGEST.encode()) + 64)
 ITEM = {"source_lang": "zh", "target_lang": "en"}
 ROUNDS = 3
+# /healthz p99 with nothing else sent below which the machine counts as quiet.
+QUIET_S = 0.03
+
+
+# One probe every PROBE_EVERY_S seconds, whether the last one has answered or not.
+PROBE_EVERY_S = 0.02
 
 
 async def _probe(client: httpx.AsyncClient, url: str, stop: asyncio.Event) -> list[float]:
-    latencies = []
-    while not stop.is_set():
+    async def one() -> float:
         start = time.perf_counter()
         r = await client.get(f"{url}/healthz")
-        latencies.append(time.perf_counter() - start)
         assert r.status_code == 200
-        await asyncio.sleep(0.005)
-    return latencies
+        return time.perf_counter() - start
+
+    sent = []
+    while not stop.is_set():
+        sent.append(asyncio.create_task(one()))
+        await asyncio.sleep(PROBE_EVERY_S)
+    return list(await asyncio.gather(*sent))
 
 
 def _p99(latencies: list[float]) -> float:
@@ -44,7 +59,8 @@ async def _probed(url: str, target: str) -> tuple[list[httpx.Response], list[flo
     proxy and the parser, refused before any tokenizing: the control."""
     single = {**ITEM, "text": LONGEST, "target_lang": target}
     batch = {"items": [{**ITEM, "text": LONGEST, "target_lang": target}] * BATCH}
-    async with httpx.AsyncClient(timeout=120) as client, httpx.AsyncClient(timeout=30) as probes:
+    probing = httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=None))
+    async with httpx.AsyncClient(timeout=120) as client, probing as probes:
         stop = asyncio.Event()
         prober = asyncio.create_task(_probe(probes, url, stop))
         await asyncio.sleep(0.2)
@@ -60,7 +76,8 @@ async def _probed(url: str, target: str) -> tuple[list[httpx.Response], list[flo
 
 
 async def _idle(url: str, seconds: float = 2.0) -> list[float]:
-    async with httpx.AsyncClient(timeout=30) as probes:
+    probing = httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=None))
+    async with probing as probes:
         stop = asyncio.Event()
         prober = asyncio.create_task(_probe(probes, url, stop))
         await asyncio.sleep(seconds)
@@ -71,7 +88,7 @@ async def _idle(url: str, seconds: float = 2.0) -> list[float]:
 def test_healthz_stays_fast_while_the_longest_texts_are_planned(served: str) -> None:
     assert BATCH >= 3
     idle = asyncio.run(_idle(served))
-    _, control, _ = asyncio.run(_probed(served, "xx"))
+    control = [x for _ in range(2) for x in asyncio.run(_probed(served, "xx"))[1]]
     # Three rounds: a p99 over a few hundred probes, not the maximum of twenty.
     rounds = [asyncio.run(_probed(served, "en")) for _ in range(ROUNDS)]
     latencies = [latency for _, probed, _ in rounds for latency in probed]
@@ -81,6 +98,7 @@ def test_healthz_stays_fast_while_the_longest_texts_are_planned(served: str) -> 
         f"same bytes refused before planning {_p99(control) * 1e3:.0f}/"
         f"{max(control) * 1e3:.0f}, planning {_p99(latencies) * 1e3:.0f}/"
         f"{max(latencies) * 1e3:.0f} ({len(latencies)} probes over {busy_s:.1f} s)"
+        f"{'' if _p99(idle) < QUIET_S else ', a busy machine'}"
     )
     # Too many pieces for a replica (each text needs hundreds): refused once planned, never
     # a 5xx, and fast (the quadratic split alone took 17 s per text). A batch answers each
@@ -93,13 +111,17 @@ def test_healthz_stays_fast_while_the_longest_texts_are_planned(served: str) -> 
             codes = [item["error"]["code"] for item in batch.json()["results"]]
             assert codes == ["text_too_long"] * BATCH
     assert busy_s < 30, busy_s
-    assert len(latencies) >= 60, latencies  # so that the p99 is not the maximum
-    # 49-54 ms measured on this 2-core machine when the cluster is quiet, but up to ~0.6 s
-    # beside a cluster still busy starting (the proxy and two engines share the two cores:
-    # the control, the same bytes refused before planning, then measured 128 ms). The guard
-    # is 2 s: planning on the event loop held the probe for 17 s.
-    bound = max(2.0, 2 * _p99(idle))
-    assert _p99(latencies) < bound, (bound, sorted(latencies)[-5:])
+    assert len(latencies) >= 100, latencies  # so that the p99 is not the maximum
+    # Measured on this 2-core machine (docs/reliability.md, "Planning and the GIL"): p99
+    # 36-61 ms on a quiet machine (the probes alone: 16-21 ms). Beside a busy core (CI runs
+    # tiers in parallel) the probes alone take 49-72 ms and no code can take that back:
+    # planning then measured 353 ms, three times the control (the same bytes refused before
+    # planning). With the tokenizer holding the GIL: 1.3-1.6 s quiet, 3.8 s (20 times the
+    # control) beside a busy core. So: 100 ms on a quiet machine, four times the control on
+    # a busy one.
+    quiet = _p99(idle) < QUIET_S
+    bound = 0.1 if quiet else 4 * _p99(control)
+    assert _p99(latencies) < bound, (quiet, bound, sorted(latencies)[-5:])
 
 
 def test_planning_past_the_deadline_answers_504_by_then(served: str) -> None:
