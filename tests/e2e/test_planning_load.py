@@ -26,8 +26,11 @@ BODY_LIMIT = 1 << 20  # security.max_body_bytes
 BATCH = (BODY_LIMIT - 4096) // (len(LONGEST.encode()) + 64)
 ITEM = {"source_lang": "zh", "target_lang": "en"}
 ROUNDS = 3
-# /healthz p99 with nothing else sent below which the machine counts as quiet.
+# The machine counts as quiet when /healthz's p99 with nothing else sent is below QUIET_S
+# and with the same bytes refused before planning (the control) below QUIET_CONTROL_S
+# (measured quiet: 14-21 ms and 36-69 ms).
 QUIET_S = 0.03
+QUIET_CONTROL_S = 0.075
 
 
 # One probe every PROBE_EVERY_S seconds, whether the last one has answered or not.
@@ -46,6 +49,10 @@ async def _probe(client: httpx.AsyncClient, url: str, stop: asyncio.Event) -> li
         sent.append(asyncio.create_task(one()))
         await asyncio.sleep(PROBE_EVERY_S)
     return list(await asyncio.gather(*sent))
+
+
+def _quiet(idle: list[float], control: list[float]) -> bool:
+    return _p99(idle) < QUIET_S and _p99(control) < QUIET_CONTROL_S
 
 
 def _p99(latencies: list[float]) -> float:
@@ -98,7 +105,7 @@ def test_healthz_stays_fast_while_the_longest_texts_are_planned(served: str) -> 
         f"same bytes refused before planning {_p99(control) * 1e3:.0f}/"
         f"{max(control) * 1e3:.0f}, planning {_p99(latencies) * 1e3:.0f}/"
         f"{max(latencies) * 1e3:.0f} ({len(latencies)} probes over {busy_s:.1f} s)"
-        f"{'' if _p99(idle) < QUIET_S else ', a busy machine'}"
+        f"{'' if _quiet(idle, control) else ', a busy machine'}"
     )
     # Too many pieces for a replica (each text needs hundreds): refused once planned, never
     # a 5xx, and fast (the quadratic split alone took 17 s per text). A batch answers each
@@ -118,8 +125,8 @@ def test_healthz_stays_fast_while_the_longest_texts_are_planned(served: str) -> 
     # planning then measured 258-293 ms, 1.5-2.3 times the control (the same bytes refused
     # before planning). With the tokenizer holding the GIL: 1.3-1.6 s quiet, 3.8 s (20 times
     # the control) beside a busy core. So: 100 ms on a quiet machine, four times the control
-    # on a busy one.
-    quiet = _p99(idle) < QUIET_S
+    # on a busy one (once the control alone took 166 ms, planning 162 ms).
+    quiet = _quiet(idle, control)
     bound = 0.1 if quiet else 4 * _p99(control)
     assert _p99(latencies) < bound, (quiet, bound, sorted(latencies)[-5:])
 
