@@ -119,8 +119,9 @@ ROUTES = NATIVE_ROUTES + COMPAT_ROUTES
 class Case:
     route: Route
     body: bytes
-    headers: dict[str, str]
+    headers: dict[str, str | bytes]
     query: str = ""
+    expect: int | None = None  # the status it must get, when one is known
 
     @property
     def url(self) -> str:
@@ -285,25 +286,69 @@ def form_bodies(draw: st.DrawFn, fields: dict[str, Any]) -> bytes:
 BOUNDARY = "fuzzboundary"
 
 
-@st.composite
-def multipart_bodies(draw: st.DrawFn, fields: dict[str, Any], upload: bool) -> bytes:
-    """Form fields as parts; a ``file`` part (for upload routes, or a file in a text
-    field's place); hostile values and broken framing."""
-    parts = []
-    for key, value in draw(form_pairs(fields)):
-        filename = b'; filename="x.txt"' if draw(st.integers(0, 9)) == 0 else b""
-        parts.append((key, value, filename))
-    if upload and draw(st.integers(0, 5)) > 0:
-        name = draw(st.sampled_from((b"a.txt", b"a.srt", b"a.docx", b"\xff.txt", b"", b"a")))
-        data = draw(st.sampled_from((b"Hello world.\n", b"\xff\xfe\x00", b"", b"PK\x03\x04bad")))
-        parts.append((b"file", data, b'; filename="' + name + b'"'))
+Part = tuple[bytes, bytes, bytes]  # name, value, '; filename="..."' (or b"")
+FILE_NAMES = (b"a.txt", b"a.srt", b"a.docx", b"\xff.txt", b"\xed\xa0\x80.txt", b"", b"a")
+FILE_DATA = (b"Hello world.\n", b"\xff\xfe\x00", b"", b"PK\x03\x04bad", b"Hi \xc0\xaf\x00")
+
+
+def _multipart(parts: list[Part]) -> bytes:
     body = b""
     for key, value, filename in parts:
         body += f"--{BOUNDARY}\r\n".encode()
         body += b'Content-Disposition: form-data; name="' + key + b'"' + filename + b"\r\n\r\n"
         body += value + b"\r\n"
-    body += f"--{BOUNDARY}--\r\n".encode()
+    return body + f"--{BOUNDARY}--\r\n".encode()
+
+
+def _invalid(draw: st.DrawFn, raw: bytes) -> bytes:
+    """``raw`` with an invalid UTF-8 sequence (a surrogate, an overlong form, a lone
+    continuation byte...) put in somewhere."""
+    at = draw(st.integers(0, len(raw)))
+    return raw[:at] + draw(st.sampled_from(INVALID_UTF8)) + raw[at:]
+
+
+@st.composite
+def multipart_bodies(draw: st.DrawFn, fields: dict[str, Any], upload: bool) -> bytes:
+    """Form fields as parts; a ``file`` part (for upload routes, or a file in a text
+    field's place); hostile values and names (invalid UTF-8 put in), broken framing."""
+    parts = []
+    for key, value in draw(form_pairs(fields)):
+        filename = b'; filename="x.txt"' if draw(st.integers(0, 9)) == 0 else b""
+        if draw(st.integers(0, 7)) == 0:
+            key = _invalid(draw, key)
+        parts.append((key, value, filename))
+    if upload and draw(st.integers(0, 5)) > 0:
+        name = draw(st.sampled_from(FILE_NAMES))
+        data = draw(st.sampled_from(FILE_DATA))
+        parts.append((b"file", data, b'; filename="' + name + b'"'))
+    body = _multipart(parts)
     return draw(st.one_of(st.just(body), st.just(body), byte_mutations(body)))
+
+
+@st.composite
+def broken_utf8_multipart(draw: st.DrawFn, routes: tuple[Route, ...]) -> Case:
+    """A valid multipart request (fields perhaps repeated, a file for upload routes) but for
+    invalid UTF-8 put in one field's name or value, or in the file's name: refused before
+    anything else, 422 native (as for invalid UTF-8 in JSON), 400 DeepL and LibreTranslate."""
+    route = draw(st.sampled_from([r for r in routes if {"multipart", "upload"} & set(r.kinds)]))
+    parts: list[Part] = [(k.encode(), v, b"") for k, x in route.fields.items() for v in _form_value(x)]
+    parts = parts * draw(st.sampled_from((1, 1, 2)))  # repeated fields, the same values
+    if "upload" in route.kinds:
+        data = draw(st.sampled_from(FILE_DATA))  # a file's bytes are binary: never refused
+        parts.append((b"file", data, b'; filename="a.txt"'))
+    i = draw(st.integers(0, len(parts) - 1))
+    key, value, filename = parts[i]
+    where = draw(st.sampled_from(("name", "filename") if filename else ("name", "value")))
+    if where == "name":
+        key = _invalid(draw, key)
+    elif where == "value":
+        value = _invalid(draw, value)
+    else:
+        filename = b'; filename="' + _invalid(draw, b"a.txt") + b'"'
+    parts[i] = (key, value, filename)
+    headers: dict[str, str | bytes] = {**route.headers, "content-type": _content_type("multipart")}
+    expect = 422 if route.api == "native" else 400
+    return Case(route, _multipart(parts), headers, expect=expect)
 
 
 def _content_type(kind: str) -> str:
@@ -318,8 +363,22 @@ def _content_type(kind: str) -> str:
 CONTENT_TYPES = (
     "text/plain", "application/json; charset=utf-16", "application/vnd.api+json",
     "multipart/form-data", "application/x-www-form-urlencoded", "", "application/xml",
-    "multipart/form-data; boundary=other",
+    "multipart/form-data; boundary=other", "multipart/form-data; boundary=",
+    f"multipart/form-data; boundary={BOUNDARY}; charset=latin-1",
+    f"multipart/form-data; boundary={BOUNDARY}; charset=utf-16",
+    f'multipart/form-data; boundary="{BOUNDARY}"', f"multipart/form-data;boundary={'b' * 300}",
+    f"multipart/form-data; boundary={BOUNDARY}; boundary=x", "multipart/mixed; boundary=x",
+    "application/json; charset=latin-1", ";;;", "x" * 5000,
 )  # fmt: skip
+# Header values no well-behaved client sends (bytes: not UTF-8, Latin-1 read as anything).
+HOSTILE_HEADERS: dict[str, tuple[bytes, ...]] = {
+    "authorization": (
+        b"DeepL-Auth-Key \xff\xfe", b"Bearer \xc3\x28", b"DeepL-Auth-Key " + b"k" * 5000,
+        b"Basic", b"", b"DeepL-Auth-Key  fuzz ",
+    ),
+    "accept-language": (b"\xff", b"*;q=NaN", b"de;q=" + b"9" * 500, b",," * 2000, b"zz-\xed\xa0\x80"),
+    "x-request-id": (b"\xff\xfe", b"id-\xc3\x28", b"x" * 5000, b"", b"a b", b"\xed\xa0\x80"),
+}
 
 
 @st.composite
@@ -347,6 +406,9 @@ def cases(draw: st.DrawFn, routes: tuple[Route, ...]) -> Case:
         headers["content-type"] = ctype
     if draw(st.integers(0, 9)) == 0:
         headers["x-request-id"] = draw(st.sampled_from(("bad id!", "x" * 100, "ok-1", "")))
+    if draw(st.integers(0, 9)) == 0:
+        name = draw(st.sampled_from(sorted(HOSTILE_HEADERS)))
+        headers[name] = draw(st.sampled_from(HOSTILE_HEADERS[name]))
     return Case(route, body, headers, query_text)
 
 
@@ -354,8 +416,10 @@ def cases(draw: st.DrawFn, routes: tuple[Route, ...]) -> Case:
 
 
 def check_answer(case: Case, status: int, headers: Any, body: bytes) -> None:
-    """No 5xx but a 503 (with Retry-After) or 504; errors in the API's own JSON shape."""
+    """No 5xx but a 503 (with Retry-After) or 504 (the status the case expects, if any);
+    errors in the API's own JSON shape."""
     assert status < 500 or status in (503, 504), (status, body[:500], case)
+    assert case.expect is None or status == case.expect, (status, body[:500], case)
     if status == 503:
         assert "retry-after" in headers, (status, body[:300], case)
     if status < 400 or status == 304:

@@ -6,13 +6,15 @@ Python's and Starlette's decoders accept inputs that later blow up deep inside a
 is valid JSON but no text: it cannot be encoded), nesting deep enough to exhaust the
 recursion limit, integers too long to convert, ``NaN``/``Infinity``, duplicated keys (which
 value wins differs between parsers), invalid UTF-8 in form fields (silently replaced or
-read as Latin-1). Here each becomes an ``InvalidRequest`` with a message that says what is
+read as Latin-1, in multipart field names, values and file names too). Here each becomes an ``InvalidRequest`` with a message that says what is
 wrong and where; the error mapper (``api/errors.py``) answers it in the called API's own
 shape (422 native, 400 DeepL and LibreTranslate).
 
 ``BodyCheckMiddleware`` checks the JSON body of every route (FastAPI parses the native
 routes' bodies itself; once checked, they parse the same); the compatibility APIs read
-their parameters through ``decode_json`` and ``decode_form`` (``compat/common.py``).
+their parameters through ``decode_json`` and ``decode_form`` (``compat/common.py``); every
+form (URL-encoded or multipart: DeepL's and LibreTranslate's parameters, the document
+uploads) is read through ``request_form``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl
 
+from python_multipart.multipart import parse_options_header
+from starlette.datastructures import FormData
+from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -33,6 +38,7 @@ from serve_app.core.errors import InvalidRequest
 MAX_DEPTH = 32  # the API's own bodies nest 4 levels deep
 MAX_NUMBER_CHARS = 40  # a number longer than this is no timeout, count or flag
 MAX_FORM_FIELDS = 1000
+UTF8 = frozenset({"utf-8", "utf8", "us-ascii", "ascii"})  # the charsets a form may name
 # Bodies up to this size are checked on the event loop (well under a millisecond); larger
 # ones in a worker thread, so that the loop keeps serving while a 1 MB body is decoded.
 INLINE_BYTES = 64 * 1024
@@ -179,6 +185,56 @@ def decode_form(raw: bytes, what: str = "form body") -> list[tuple[str, str]]:
         raise InvalidRequest(
             f"Invalid request: the {what} has more than {MAX_FORM_FIELDS} fields."
         ) from exc
+
+
+def _strict_utf8(raw: bytes | bytearray, what: str) -> None:
+    try:
+        bytes(raw).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest(
+            f"Invalid request: {what} is not valid UTF-8 (byte {exc.start})."
+        ) from exc
+
+
+class _StrictMultiPartParser(MultiPartParser):
+    """Starlette's multipart parser, but a field's name, value or file name that is not
+    UTF-8 is refused (Starlette reads it as Latin-1). A file's bytes stay as they are."""
+
+    def on_headers_finished(self) -> None:
+        _, options = parse_options_header(self._current_part.content_disposition)
+        _strict_utf8(options.get(b"name", b""), "a multipart field name")
+        _strict_utf8(options.get(b"filename", b""), "a multipart file name")
+        super().on_headers_finished()
+
+    def on_part_end(self) -> None:
+        if self._current_part.file is None:
+            name = printable(self._current_part.field_name)
+            _strict_utf8(self._current_part.data, f"the multipart field '{name}'")
+        super().on_part_end()
+
+
+async def request_form(request: Request, max_files: int = 1000, max_fields: int = 1000) -> FormData:
+    """The request's form, URL-encoded or multipart, its text decoded as strict UTF-8
+    (an ``InvalidRequest`` otherwise, and for broken multipart framing); an empty form for
+    any other content type. Callers close its files (``form.close()``)."""
+    media = media_type(request.headers)
+    if media == "application/x-www-form-urlencoded":
+        return FormData(decode_form(await request.body()))
+    if media != "multipart/form-data":
+        return FormData()
+    _, params = parse_options_header(request.headers.get("content-type", ""))
+    charset = params.get(b"charset", b"utf-8").decode("latin-1").strip().lower()
+    if charset not in UTF8:
+        raise InvalidRequest(
+            f"Invalid request: multipart bodies must be UTF-8 (charset={printable(charset)})."
+        )
+    parser = _StrictMultiPartParser(
+        request.headers, request.stream(), max_files=max_files, max_fields=max_fields
+    )
+    try:
+        return await parser.parse()
+    except MultiPartException as exc:
+        raise InvalidRequest(f"Invalid request: broken multipart body ({exc.message})") from exc
 
 
 def media_type(headers: Any) -> str:

@@ -22,6 +22,7 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from pydantic import BaseModel, Field
 from starlette.datastructures import FormData, UploadFile
 
+from serve_app.api.bodies import request_form
 from serve_app.api.glossaries import stored_glossary
 from serve_app.core.errors import DocumentTooLarge, InvalidRequest
 from serve_app.documents import FORMATS
@@ -84,12 +85,16 @@ def owner(request: Request) -> str:
 
 async def read_upload(request: Request, max_bytes: int) -> tuple[UploadFile, bytes, FormData]:
     """The multipart form's ``file`` and its bytes (413 beyond ``max_bytes``), and the
-    form's other fields."""
-    form = await request.form(max_files=1, max_fields=50)
+    form's other fields (text decoded strictly: ``api/bodies.py``)."""
+    form = await request_form(request, max_files=1, max_fields=50)
     file = form.get("file")
     if not isinstance(file, UploadFile):
+        await form.close()
         raise InvalidRequest("Send the document as the 'file' field of a multipart/form-data body.")
-    data = await file.read(max_bytes + 1)
+    try:
+        data = await file.read(max_bytes + 1)
+    finally:
+        await form.close()
     if len(data) > max_bytes:
         raise DocumentTooLarge(f"The document is larger than {max_bytes} bytes.")
     return file, data, form

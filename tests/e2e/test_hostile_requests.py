@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
+import re
+import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import urlsplit
 
+import h11
 import httpx
 from hypothesis import HealthCheck, Phase, given, settings
 
@@ -19,10 +26,11 @@ from tests.e2e.conftest import Cluster
 from tests.e2e.replicas import ITEM, save_report
 
 CASES = 2500
+UTF8_CASES = 300  # multipart bodies whose only fault is invalid UTF-8 in a name or value
 CONCURRENCY = 16
 
 
-def generate(n: int) -> list[hostile.Case]:
+def generate(n: int, strategy: Any = None) -> list[hostile.Case]:
     """``n`` cases, the same on every run (derandomized)."""
     out: list[hostile.Case] = []
 
@@ -34,7 +42,7 @@ def generate(n: int) -> list[hostile.Case]:
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(case=hostile.cases(hostile.ROUTES))
+    @given(case=strategy or hostile.cases(hostile.ROUTES))
     def collect(case: hostile.Case) -> None:
         out.append(case)
 
@@ -67,7 +75,7 @@ def unexpected_failures(cluster: Cluster) -> int:
 
 
 def test_hostile_requests_get_no_5xx_and_leave_the_replicas_serving(cluster: Cluster) -> None:
-    cases = generate(CASES)
+    cases = generate(CASES) + generate(UTF8_CASES, hostile.broken_utf8_multipart(hostile.ROUTES))
     before = unexpected_failures(cluster)
     start = time.monotonic()
     answered = asyncio.run(send_all(cluster.url, cases))
@@ -80,7 +88,7 @@ def test_hostile_requests_get_no_5xx_and_leave_the_replicas_serving(cluster: Clu
         "routes": dict(collections.Counter(c.route.path for c, _ in answered)),
     }
     save_report("hostile_requests", report)
-    assert len(answered) == CASES
+    assert len(answered) == CASES + UTF8_CASES
     assert not [s for s in statuses if s >= 500 and s not in (503, 504)], report
     assert unexpected_failures(cluster) == before
     for _ in range(8):  # the proxy spreads these over both replicas
@@ -125,3 +133,112 @@ def test_the_issues_hard_inputs_through_the_proxy(served: str) -> None:
     assert r.status_code == 200, r.text
     assert r.json()["results"][0]["error"]["code"] == "invalid_request"
     assert "translation" in r.json()["results"][1]
+
+
+# -- hostile headers, as raw bytes (httpx refuses control characters and some bytes) ---------
+
+
+def raw_request(url: str, request: bytes, half_close: bool = False) -> tuple[int, list, bytes]:
+    """Sends ``request`` as it is over a socket, reads the answer with h11: (status, headers,
+    body), or (0, [], b"") when the server closed the connection without one."""
+    parsed = urlsplit(url)
+    conn = h11.Connection(h11.CLIENT)
+    with socket.create_connection((parsed.hostname, parsed.port), timeout=120) as sock:
+        sock.sendall(request)
+        if half_close:
+            sock.shutdown(socket.SHUT_WR)
+        status, headers, body = 0, [], b""
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                data = sock.recv(65536)
+                if not data:
+                    return status, headers, body
+                conn.receive_data(data)
+            elif isinstance(event, h11.Response):
+                status, headers = event.status_code, event.headers
+            elif isinstance(event, h11.Data):
+                body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                return status, headers, body
+
+
+def build(route: hostile.Route, extra: list[tuple[bytes, bytes]], body: bytes | None = None,
+          length: int | None = None) -> bytes:  # fmt: skip
+    """A valid request for ``route`` (its JSON body or its query) with ``extra`` headers."""
+    if body is None:
+        body = b"" if route.kinds == ("query",) else json.dumps(route.fields).encode()
+    lines = [f"{route.method} {route.path} HTTP/1.1".encode(), b"Host: fuzz"]
+    lines += [k.encode() + b": " + v.encode() for k, v in route.headers.items()]
+    if body or route.method == "POST":
+        lines += [b"Content-Type: application/json"]
+        lines += [b"Content-Length: " + str(len(body) if length is None else length).encode()]
+    lines += [k + b": " + v for k, v in extra]
+    return b"\r\n".join([*lines, b"Connection: close", b"", b""]) + body
+
+
+REQUEST_IDS = (
+    b"\xff\xfe", b"id-\xc3\x28", b"\xed\xa0\x80", b"x" * 10_000, b"", b"a\tb", b"a b",
+    b"id\x01", b"id\x7f", b"\x1b[31mred", b"ok-1",
+)  # fmt: skip
+VALID_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+
+
+def test_hostile_request_ids_never_fail_a_request_and_a_clean_id_comes_back(
+    served: str,
+) -> None:
+    """Through Ray's proxy: every hostile ``X-Request-ID`` (or two of them) that the HTTP
+    server accepts leaves the request as it would be without it, and the response's first
+    ``X-Request-ID`` is a clean id (the client's own when it was one). What the HTTP
+    parser refuses (control characters) is a 400 from it, never a 5xx."""
+    translate = hostile.ROUTES[0]
+    languages = next(r for r in hostile.ROUTES if r.path == "/languages")
+    cases = [[(b"X-Request-ID", v)] for v in REQUEST_IDS]
+    cases += [[(b"X-Request-ID", b"first-1"), (b"X-Request-ID", b"\xff")]]
+    cases += [[(b"X-Request-ID", b"\xff"), (b"x-request-id", b"second-2")]]
+    for route in (translate, languages):
+        for extra in cases:
+            status, headers, body = raw_request(served, build(route, extra))
+            assert 0 < status < 500, (route.path, extra[0][1][:40], status, body[:300])
+            if any(b in v for _, v in extra for b in (b"\x01", b"\x7f", b"\x1b")):
+                assert status == 400, (extra, status, body[:300])
+                continue
+            assert status == 200, (route.path, extra[0][1][:40], status, body[:300])
+            ids = [v.decode("latin-1") for k, v in headers if k == b"x-request-id"]
+            assert ids and VALID_ID.fullmatch(ids[0]), (extra, ids)
+            if extra == [(b"X-Request-ID", b"ok-1")]:
+                assert ids[0] == "ok-1"
+
+
+HEADERS = (
+    (b"Authorization", b"DeepL-Auth-Key \xff\xfe\xed\xa0\x80"),
+    (b"Authorization", b"Bearer " + b"k" * 8000),
+    (b"Accept-Language", b"\xff\xfe;q=NaN," * 200),
+    (b"Accept-Language", b"de;q=" + b"9" * 5000),
+    (b"Content-Type", b"application/json; charset=\xff"),
+    (b"Content-Type", b"multipart/form-data; boundary=\xff\xfe"),
+    (b"Content-Type", b"x" * 8000),
+    (b"X-Forwarded-For", b"\xff" * 100),
+    (b"Serve-Multiplexed-Model-Id", b"\xff"),
+)
+
+
+def test_hostile_headers_on_every_route_get_no_5xx(served: str) -> None:
+    """A bad ``Authorization`` (not ASCII, huge), absurd ``Accept-Language`` and
+    ``Content-Type`` values, and a ``Content-Length`` that disagrees with the body, on
+    every route through Ray's proxy: never a 5xx; an error in the route's own shape."""
+    jobs = []
+    for route in hostile.ROUTES:
+        jobs += [(route, build(route, [h]), False) for h in HEADERS]
+        body = json.dumps(route.fields).encode()
+        jobs.append((route, build(route, [], body, len(body) - 3), False))  # shorter
+        jobs.append((route, build(route, [], body, len(body) + 50), True))  # longer, then EOF
+    with ThreadPoolExecutor(CONCURRENCY) as pool:
+        answers = list(pool.map(lambda job: raw_request(served, job[1], job[2]), jobs))
+    for (route, request, _), (status, headers, body) in zip(jobs, answers, strict=True):
+        assert status < 500, (route.path, request[:300], status, body[:300])
+        if status >= 400:
+            case = hostile.Case(route, request, {})
+            hostile.check_answer(case, status, {k.decode(): v for k, v in headers}, body)
+    save_report("hostile_headers", {"requests": len(jobs), "statuses": dict(
+        collections.Counter(str(s) for s, _, _ in answers))})  # fmt: skip

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
-from serve_app.api.bodies import decode_form, is_json, media_type, request_json
+from serve_app.api.bodies import decode_form, is_json, media_type, request_form, request_json
 from serve_app.api.errors import printable
 from serve_app.core.errors import InvalidRequest, ServiceError
 from serve_app.core.schemas import BatchTranslateResponse, ItemError, TextItem, TranslateResponse
@@ -40,7 +40,9 @@ async def read_params(request: Request) -> Params:
         for key, field in decode_form(await request.body()):
             params.setdefault(_array_key(request, key), []).append(field)
     elif media == "multipart/form-data":
-        for key, part in (await request.form()).multi_items():  # files too: read by one()
+        form = await request_form(request)
+        await form.close()  # a file is no parameter: one() refuses it
+        for key, part in form.multi_items():
             params.setdefault(_array_key(request, key), []).append(part)
     return params
 

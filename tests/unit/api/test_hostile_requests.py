@@ -131,3 +131,58 @@ def test_every_route_with_keys_on_and_no_key(
     )
     with harness(tmp_path, api_keys_env="FUZZ_KEYS") as h:
         fuzz(h, routes, EXAMPLES // 3)
+
+
+@pytest.mark.usefixtures("no_unexpected")
+def test_invalid_utf8_in_a_multipart_name_value_or_file_name_is_refused_in_shape(
+    tmp_path: Path,
+) -> None:
+    """Starlette reads such bytes as Latin-1 (a 200 or 201 for mojibake before the fix):
+    every multipart route refuses them, 422 native, 400 DeepL and LibreTranslate."""
+    routes = hostile.ROUTES + hostile.STORE_ROUTES
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(case=hostile.broken_utf8_multipart(routes))
+    def run(case: hostile.Case) -> None:
+        h.check(case)
+
+    with harness(tmp_path) as h:
+        run()
+
+
+UPLOADS = (
+    ("/documents", "native", {"target_lang": "de"}),
+    ("/v2/document", "deepl", {"target_lang": "DE"}),
+    ("/libretranslate/translate_file", "libre", {"target": "de"}),
+)
+
+
+def _upload(h: Harness, path: str, api: str, fields: dict[str, str], data: bytes, ctype: str
+            ) -> tuple[int, Any]:  # fmt: skip
+    parts = [(k.encode(), v.encode(), b"") for k, v in fields.items()]
+    body = hostile._multipart([*parts, (b"file", data, b'; filename="a.txt"')])
+    route = hostile.Route("POST", path, api, fields, ("upload",), hostile.DEEPL_AUTH)
+    headers: dict[str, str | bytes] = {**hostile.DEEPL_AUTH, "content-type": ctype}
+    case = hostile.Case(route, body, headers)
+    r = h.send(case)
+    hostile.check_answer(case, r.status_code, r.headers, r.content)
+    return r.status_code, r.json()
+
+
+@pytest.mark.usefixtures("no_unexpected")
+def test_a_text_document_not_in_utf8_is_the_documents_own_400_and_a_bad_charset_a_400(
+    tmp_path: Path,
+) -> None:
+    multipart = f"multipart/form-data; boundary={hostile.BOUNDARY}"
+    with harness(tmp_path) as h:
+        for path, api, fields in UPLOADS:
+            status, body = _upload(h, path, api, fields, b"Hello \xff\xfe world", multipart)
+            assert status == 400, body
+            assert "not valid UTF-8 text" in str(body)
+            status, body = _upload(h, path, api, fields, b"Hello world", multipart)
+            assert status in (200, 201, 504), body  # LibreTranslate's waits for the job
+            for charset in ("latin-1", "utf-16", "bogus"):
+                ctype = f"{multipart}; charset={charset}"
+                status, body = _upload(h, path, api, fields, b"Hello world", ctype)
+                assert status == (422 if api == "native" else 400), body
+                assert "must be UTF-8" in str(body)
