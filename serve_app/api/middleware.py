@@ -19,6 +19,11 @@ from serve_app.core.metrics import ServiceMetrics
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
 
+def valid_request_id(text: str) -> bool:
+    """Whether a client's ``X-Request-ID`` is used as it is (else it is replaced)."""
+    return _REQUEST_ID.fullmatch(text) is not None
+
+
 def route_paths(app: Any) -> frozenset[str]:
     """Every path a route of ``app`` serves (FastAPI's docs and schema included)."""
     return frozenset(r.path for r in getattr(app, "routes", []) if isinstance(r, Route))
@@ -43,7 +48,7 @@ class RequestIdMiddleware:
             return
         sent = dict(scope.get("headers") or []).get(b"x-request-id")
         text = sent.decode("latin-1") if sent is not None else ""
-        request_id = text if _REQUEST_ID.fullmatch(text) else uuid.uuid4().hex
+        request_id = text if valid_request_id(text) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
         if sent is not None and text == request_id:
             await self.app(scope, receive, send)  # the proxy echoes it

@@ -28,6 +28,9 @@ import yaml
 
 from serve_app.core.config import AppConfig
 
+# Ray's proxy runs it first: it cleans the headers the proxy would fail on.
+PROXY_CALLBACK = "serve_app.serving.proxy_headers:middlewares"
+
 _OFFLINE_HINT = (
     "If this machine is offline, download the model on one that is not "
     "(`huggingface-cli download {model} --local-dir /models/NAME`), copy the folder here and "
@@ -109,9 +112,12 @@ def derive_config(
 
 
 def ray_env(config: dict[str, Any]) -> dict[str, str]:
-    """The ``RAY_SERVE_*`` variables of the first application's runtime env."""
+    """The ``RAY_SERVE_*`` variables of the first application's runtime env, and the proxy
+    callback that cleans the headers Ray's proxy would fail on (``serving/proxy_headers.py``)."""
     env_vars = (config["applications"][0].get("runtime_env") or {}).get("env_vars") or {}
-    return {k: str(v) for k, v in env_vars.items() if k.startswith("RAY_SERVE_")}
+    out = {k: str(v) for k, v in env_vars.items() if k.startswith("RAY_SERVE_")}
+    out.setdefault("RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", PROXY_CALLBACK)
+    return out
 
 
 @contextlib.contextmanager

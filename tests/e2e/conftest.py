@@ -17,7 +17,7 @@ import httpx
 import pytest
 import yaml
 
-from serve_app.tools.launcher import derive_config
+from serve_app.tools.launcher import derive_config, ray_env
 from tests.conftest import ROOT
 
 START_TIMEOUT_S = 420
@@ -121,6 +121,7 @@ def serve_cluster(
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     env = {
         **os.environ,
+        **ray_env(config),  # the proxy's header cleaning (serving/proxy_headers.py)
         **(extra_env or {}),
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
     }

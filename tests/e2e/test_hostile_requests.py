@@ -210,6 +210,7 @@ def test_hostile_request_ids_never_fail_a_request_and_a_clean_id_comes_back(
                 assert ids[0] == "ok-1"
 
 
+PARSER_REFUSAL = b"Invalid HTTP request received."
 HEADERS = (
     (b"Authorization", b"DeepL-Auth-Key \xff\xfe\xed\xa0\x80"),
     (b"Authorization", b"Bearer " + b"k" * 8000),
@@ -230,14 +231,16 @@ def test_hostile_headers_on_every_route_get_no_5xx(served: str) -> None:
     jobs = []
     for route in hostile.ROUTES:
         jobs += [(route, build(route, [h]), False) for h in HEADERS]
-        body = json.dumps(route.fields).encode()
+        body = json.dumps({**route.fields, "pad": "x" * 8}).encode()
         jobs.append((route, build(route, [], body, len(body) - 3), False))  # shorter
         jobs.append((route, build(route, [], body, len(body) + 50), True))  # longer, then EOF
     with ThreadPoolExecutor(CONCURRENCY) as pool:
         answers = list(pool.map(lambda job: raw_request(served, job[1], job[2]), jobs))
     for (route, request, _), (status, headers, body) in zip(jobs, answers, strict=True):
         assert status < 500, (route.path, request[:300], status, body[:300])
-        if status >= 400:
+        if body == PARSER_REFUSAL:
+            assert status == 400  # uvicorn's, for what is no HTTP: no route ran
+        elif status >= 400:
             case = hostile.Case(route, request, {})
             hostile.check_answer(case, status, {k.decode(): v for k, v in headers}, body)
     save_report("hostile_headers", {"requests": len(jobs), "statuses": dict(

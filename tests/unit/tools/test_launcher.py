@@ -107,6 +107,9 @@ def test_commands_a_shell_captures_print_only_their_value(
     assert value.exists()
 
 
+PROXY_ENV = {"RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH": "serve_app.serving.proxy_headers:middlewares"}
+
+
 def test_ray_env_exports_only_the_ray_serve_settings(tmp_path: Path) -> None:
     from serve_app.tools.launcher import derive_config, main, ray_env
 
@@ -114,7 +117,7 @@ def test_ray_env_exports_only_the_ray_serve_settings(tmp_path: Path) -> None:
         ROOT / "serve_config.cpu.yaml",
         runtime_env={"env_vars": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "OTHER": "x"}},
     )
-    assert ray_env(config) == {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}
+    assert ray_env(config) == {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", **PROXY_ENV}
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(config))
     assert main(["ray-env", str(path)]) == 0
@@ -123,4 +126,5 @@ def test_ray_env_exports_only_the_ray_serve_settings(tmp_path: Path) -> None:
 def test_the_production_config_leaves_ray_serve_at_its_defaults() -> None:
     from serve_app.tools.launcher import load_serve_config, ray_env
 
-    assert ray_env(load_serve_config(ROOT / "serve_config.yaml")) == {}
+    # but for the proxy's header cleaning (serving/proxy_headers.py)
+    assert ray_env(load_serve_config(ROOT / "serve_config.yaml")) == PROXY_ENV
