@@ -331,7 +331,8 @@ def broken_utf8_multipart(draw: st.DrawFn, routes: tuple[Route, ...]) -> Case:
     invalid UTF-8 put in one field's name or value, or in the file's name: refused before
     anything else, 422 native (as for invalid UTF-8 in JSON), 400 DeepL and LibreTranslate."""
     route = draw(st.sampled_from([r for r in routes if {"multipart", "upload"} & set(r.kinds)]))
-    parts: list[Part] = [(k.encode(), v, b"") for k, x in route.fields.items() for v in _form_value(x)]
+    fields = route.fields.items()
+    parts: list[Part] = [(k.encode(), v, b"") for k, x in fields for v in _form_value(x)]
     parts = parts * draw(st.sampled_from((1, 1, 2)))  # repeated fields, the same values
     if "upload" in route.kinds:
         data = draw(st.sampled_from(FILE_DATA))  # a file's bytes are binary: never refused
@@ -373,10 +374,20 @@ CONTENT_TYPES = (
 # Header values no well-behaved client sends (bytes: not UTF-8, Latin-1 read as anything).
 HOSTILE_HEADERS: dict[str, tuple[bytes, ...]] = {
     "authorization": (
-        b"DeepL-Auth-Key \xff\xfe", b"Bearer \xc3\x28", b"DeepL-Auth-Key " + b"k" * 5000,
-        b"Basic", b"", b"DeepL-Auth-Key  fuzz ",
+        b"DeepL-Auth-Key \xff\xfe",
+        b"Bearer \xc3\x28",
+        b"DeepL-Auth-Key " + b"k" * 5000,
+        b"Basic",
+        b"",
+        b"DeepL-Auth-Key  fuzz ",
     ),
-    "accept-language": (b"\xff", b"*;q=NaN", b"de;q=" + b"9" * 500, b",," * 2000, b"zz-\xed\xa0\x80"),
+    "accept-language": (
+        b"\xff",
+        b"*;q=NaN",
+        b"de;q=" + b"9" * 500,
+        b",," * 2000,
+        b"zz-\xed\xa0\x80",
+    ),
     "x-request-id": (b"\xff\xfe", b"id-\xc3\x28", b"x" * 5000, b"", b"a b", b"\xed\xa0\x80"),
 }
 

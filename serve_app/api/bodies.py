@@ -6,9 +6,10 @@ Python's and Starlette's decoders accept inputs that later blow up deep inside a
 is valid JSON but no text: it cannot be encoded), nesting deep enough to exhaust the
 recursion limit, integers too long to convert, ``NaN``/``Infinity``, duplicated keys (which
 value wins differs between parsers), invalid UTF-8 in form fields (silently replaced or
-read as Latin-1, in multipart field names, values and file names too). Here each becomes an ``InvalidRequest`` with a message that says what is
-wrong and where; the error mapper (``api/errors.py``) answers it in the called API's own
-shape (422 native, 400 DeepL and LibreTranslate).
+read as Latin-1, in multipart field names, values and file names too). Here each becomes
+an ``InvalidRequest`` with a message that says what is wrong and where; the error mapper
+(``api/errors.py``) answers it in the called API's own shape (422 native, 400 DeepL and
+LibreTranslate).
 
 ``BodyCheckMiddleware`` checks the JSON body of every route (FastAPI parses the native
 routes' bodies itself; once checked, they parse the same); the compatibility APIs read
@@ -27,7 +28,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from python_multipart.multipart import parse_options_header
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -219,7 +220,8 @@ async def request_form(request: Request, max_files: int = 1000, max_fields: int 
     any other content type. Callers close its files (``form.close()``)."""
     media = media_type(request.headers)
     if media == "application/x-www-form-urlencoded":
-        return FormData(decode_form(await request.body()))
+        fields: list[tuple[str, str | UploadFile]] = [*decode_form(await request.body())]
+        return FormData(fields)
     if media != "multipart/form-data":
         return FormData()
     _, params = parse_options_header(request.headers.get("content-type", ""))

@@ -107,7 +107,9 @@ def test_commands_a_shell_captures_print_only_their_value(
     assert value.exists()
 
 
-PROXY_ENV = {"RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH": "serve_app.serving.proxy_headers:middlewares"}
+PROXY_ENV = {
+    "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH": "serve_app.serving.proxy_headers:middlewares"
+}
 
 
 def test_ray_env_exports_only_the_ray_serve_settings(tmp_path: Path) -> None:
