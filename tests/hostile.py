@@ -379,7 +379,7 @@ HOSTILE_HEADERS: dict[str, tuple[bytes, ...]] = {
         b"DeepL-Auth-Key " + b"k" * 5000,
         b"Basic",
         b"",
-        b"DeepL-Auth-Key  fuzz ",
+        b"DeepL-Auth-Key  fuzz",
     ),
     "accept-language": (
         b"\xff",
