@@ -6,7 +6,6 @@ each API's own 4xx and store nothing."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from serve_app.store.apikeys import digest
 from serve_app.store.sqlite import open_sqlite
 from serve_app.translation.service import TranslationService
 from tests.fakes import FakeEngine
+from tests.unit.api.test_documents_api import drain
 
 pytestmark = pytest.mark.unit
 
@@ -47,14 +47,7 @@ class Setup:
         return ["".join(map(chr, r.prompt_token_ids)) for r in self.engine.requests]
 
     async def finish(self) -> None:
-        """Runs the worker until no segment is left."""
-        for _ in range(1000):
-            claimed = await self.documents.worker.step()
-            running = list(self.documents.worker.running)
-            if running:
-                await asyncio.gather(*running)
-            elif not claimed:
-                return
+        await drain(self.documents)
 
 
 @pytest.fixture

@@ -61,14 +61,19 @@ async def setup(tmp_path) -> AsyncIterator[Setup]:  # type: ignore[no-untyped-de
         yield s
 
 
-async def finish(setup: Setup) -> None:
+async def drain(documents: ReplicaDocuments) -> None:
+    """Runs the replica's document worker until no segment is left."""
     for _ in range(2000):
-        claimed = await setup.documents.worker.step()
-        running = list(setup.documents.worker.running)
+        claimed = await documents.worker.step()
+        running = list(documents.worker.running)
         if running:
             await asyncio.gather(*running)
         elif not claimed:
             return
+
+
+async def finish(setup: Setup) -> None:
+    await drain(setup.documents)
 
 
 # -- native ------------------------------------------------------------------------------
