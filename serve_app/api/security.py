@@ -165,14 +165,16 @@ async def _refuse(exc: ServiceError, scope: Scope, receive: Receive, send: Send)
 
 async def _parameter_key(scope: Scope, messages: list[Message]) -> bytes | None:
     """The ``api_key`` parameter of a buffered request (query, JSON or form body), as
-    LibreTranslate's clients send it; None when absent or the body does not parse."""
+    LibreTranslate's clients send it; None when absent. A body that cannot be read (invalid
+    UTF-8, a broken multipart frame) raises its ``InvalidRequest``: the answer is that 400,
+    not a 401 for a key that was perhaps sent."""
 
     async def no_more() -> Message:
         return {"type": "http.disconnect"}
 
     try:
         params = await read_params(Request(scope, _replay(messages, no_more)))
-    except (InvalidRequest, HTTPException):
+    except HTTPException:
         return None
     key = one(params, "api_key")
     return key.encode() if isinstance(key, str) else None
@@ -224,7 +226,12 @@ class ApiKeyMiddleware:
             if messages is None:
                 await _refuse(body_too_large(max_bytes), scope, receive, send)
                 return
-            if (key_id := self.key_id(await _parameter_key(scope, messages))) is not None:
+            try:
+                presented = await _parameter_key(scope, messages)
+            except InvalidRequest as exc:
+                await _refuse(exc, scope, receive, send)
+                return
+            if (key_id := self.key_id(presented)) is not None:
                 await run_as_key(self.app, key_id, scope, _replay(messages, receive), send)
                 return
         message = "Missing or invalid API key: send 'Authorization: Bearer <key>'."

@@ -8,9 +8,12 @@ that errors come in each API's shape."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import deepl
@@ -19,8 +22,11 @@ import pytest
 from deepl.api_data import MultilingualGlossaryDictionaryEntries
 
 from serve_app.tools.launcher import derive_config
+from tests import hostile
 from tests.conftest import ROOT
 from tests.e2e.conftest import free_port, serve_cluster
+from tests.e2e.replicas import save_report
+from tests.e2e.test_hostile_requests import generate, send_all
 
 KEY_A, KEY_B = "gloss-key-a", "gloss-key-b"
 TIMEOUT = 180
@@ -190,3 +196,42 @@ def test_document_glossary_errors_in_deepls_shape(url: str) -> None:
     assert r.status_code == 400
     assert "source_lang" in r.json()["message"]
     client.delete_glossary(glossary)
+
+
+# -- hostile input on the store's routes (last: it leaves glossaries and jobs behind) ------
+
+STORE_CASES = 400
+STORE_UTF8_CASES = 100
+
+
+def keyed(route: hostile.Route) -> hostile.Route:
+    """``route`` with a valid key of this cluster, sent the API's own way (the fuzzing then
+    reaches the routes, not only the key check)."""
+    if route.api == "deepl":
+        return replace(route, headers={"Authorization": f"DeepL-Auth-Key {KEY_B}"})
+    if route.api == "libre":
+        return replace(route, fields={**route.fields, "api_key": KEY_B})
+    return replace(route, headers={**route.headers, **bearer(KEY_B)})
+
+
+def test_hostile_requests_to_glossary_and_document_routes_get_no_5xx(url: str) -> None:
+    # The shared hostile-request cluster has no store: glossary and document routes (uploads
+    # included) are fuzzed here, through the proxy, the store's deployment and the workers.
+    routes = tuple(keyed(r) for r in hostile.STORE_ROUTES)
+    cases = generate(STORE_CASES, hostile.cases(routes))
+    cases += generate(STORE_UTF8_CASES, hostile.broken_utf8_multipart(routes))
+    answered = asyncio.run(send_all(url, cases))  # checks each answer's status and shape
+    statuses = Counter(status for _, status in answered)
+    report = {
+        "cases": len(answered),
+        "statuses": {str(k): v for k, v in sorted(statuses.items())},
+        "routes": dict(Counter(c.route.path for c, _ in answered)),
+    }
+    save_report("hostile_store_requests", report)
+    assert len(answered) == STORE_CASES + STORE_UTF8_CASES
+    assert sum(v for s, v in statuses.items() if s < 300) > 0, report  # the keys got through
+    assert not [s for s in statuses if s >= 500 and s not in (503, 504)], report
+    for _ in range(4):
+        assert httpx.get(f"{url}/readyz", timeout=30).status_code == 200
+    glossaries = httpx.get(f"{url}/glossaries", headers=bearer(KEY_B), timeout=30)
+    assert glossaries.status_code == 200, glossaries.text

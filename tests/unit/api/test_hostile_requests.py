@@ -10,6 +10,7 @@ import asyncio
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,32 @@ def test_invalid_utf8_in_a_multipart_name_value_or_file_name_is_refused_in_shape
         h.check(case)
 
     with harness(tmp_path) as h:
+        run()
+
+
+def _keyed(route: hostile.Route, key: str) -> hostile.Route:
+    """``route`` with ``key`` sent the API's own way (LibreTranslate's in the body)."""
+    if route.api == "libre":
+        return replace(route, fields={**route.fields, "api_key": key})
+    scheme = "DeepL-Auth-Key" if route.api == "deepl" else "Bearer"
+    return replace(route, headers={"Authorization": f"{scheme} {key}"})
+
+
+@pytest.mark.usefixtures("no_unexpected")
+def test_with_keys_on_an_unreadable_body_is_its_400_not_a_missing_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LibreTranslate's key may be in the body: a multipart body that cannot be read (invalid
+    UTF-8) was answered 403 "missing key" though the key was in it; now the body's 400."""
+    monkeypatch.setenv("FUZZ_KEYS", "secret-key")
+    routes = tuple(_keyed(r, "secret-key") for r in hostile.ROUTES + hostile.STORE_ROUTES)
+
+    @settings(max_examples=150, deadline=None, database=None)
+    @given(case=hostile.broken_utf8_multipart(routes))
+    def run(case: hostile.Case) -> None:
+        h.check(case)
+
+    with harness(tmp_path, api_keys_env="FUZZ_KEYS") as h:
         run()
 
 
