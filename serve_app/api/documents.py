@@ -25,6 +25,7 @@ from starlette.datastructures import FormData, UploadFile
 from serve_app.api.bodies import request_form
 from serve_app.api.glossaries import stored_glossary
 from serve_app.core.errors import DocumentTooLarge, InvalidRequest
+from serve_app.core.schemas import MAX_GLOSSARY_ID_CHARS
 from serve_app.documents import FORMATS
 from serve_app.documents.jobs import GLOSSARY_ID, Upload, seconds_remaining
 from serve_app.documents.replica import ReplicaDocuments
@@ -121,8 +122,10 @@ async def with_glossary(
     a language pair the glossary lacks, before anything is stored."""
     if not glossary_id:
         return upload
-    if len(glossary_id) > 100:
-        raise InvalidRequest("Invalid request: glossary_id is at most 100 characters.")
+    if len(glossary_id) > MAX_GLOSSARY_ID_CHARS:
+        raise InvalidRequest(
+            f"Invalid request: glossary_id is at most {MAX_GLOSSARY_ID_CHARS} characters."
+        )
     entries = await stored_glossary(
         request, documents.service, glossary_id, upload.source_lang, upload.target_lang
     )

@@ -12,6 +12,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.config import JsonDict
 
+# A stored glossary's id, as every route takes it (a UUID is 36).
+MAX_GLOSSARY_ID_CHARS = 100
+
 _EXAMPLE: JsonDict = {"text": "Hello, world!", "source_lang": "en", "target_lang": "de"}
 
 Formality = Literal["default", "formal", "informal"]
@@ -75,7 +78,7 @@ class TextItem(BaseModel):
     glossary_id: str | None = Field(
         None,
         min_length=1,
-        max_length=100,
+        max_length=MAX_GLOSSARY_ID_CHARS,
         description="A stored glossary (POST /glossaries) of the caller's key: its entries "
         "for this language pair are applied as the inline glossary's are. Needs an explicit "
         "source_lang.",
