@@ -154,19 +154,24 @@ async def test_without_glossary_id_no_terms_reach_the_prompt(setup: Setup) -> No
     assert not any("Warenkorb" in p for p in setup.prompts())
 
 
+async def deepl_document(setup: Setup, glossary_id: str, target: str) -> dict[str, Any]:
+    """Uploads the document to DeepL's /v2/document (English, ``glossary_id``) and runs the
+    job to its end; DeepL's document handle."""
+    r = await setup.client.post(
+        "/v2/document",
+        **upload(target_lang=target, source_lang="EN", glossary_id=glossary_id),
+        headers=DEEPL_A,
+    )
+    assert r.status_code == 200, r.text
+    await setup.finish()
+    return dict(r.json())
+
+
 async def test_deepl_document_with_a_v2_glossary(setup: Setup) -> None:
     form = {"name": "shop", "source_lang": "EN", "target_lang": "DE", "entries": TERMS,
             "entries_format": "tsv"}  # fmt: skip
     r = await setup.client.post("/v2/glossaries", data=form, headers=DEEPL_A)
-    gid = r.json()["glossary_id"]
-    r = await setup.client.post(
-        "/v2/document",
-        **upload(target_lang="DE", source_lang="EN", glossary_id=gid),
-        headers=DEEPL_A,
-    )
-    assert r.status_code == 200, r.text
-    handle = r.json()
-    await setup.finish()
+    handle = await deepl_document(setup, r.json()["glossary_id"], "DE")
     url = f"/v2/document/{handle['document_id']}"
     key = {"document_key": handle["document_key"]}
     assert (await setup.client.post(url, json=key, headers=DEEPL_A)).json()["status"] == "done"
@@ -180,14 +185,7 @@ async def test_deepl_document_with_a_v3_multilingual_glossary(setup: Setup) -> N
     ]
     body = {"name": "multi", "dictionaries": dictionaries}
     r = await setup.client.post("/v3/glossaries", json=body, headers=DEEPL_A)
-    gid = r.json()["glossary_id"]
-    r = await setup.client.post(
-        "/v2/document",
-        **upload(target_lang="FR", source_lang="EN", glossary_id=gid),
-        headers=DEEPL_A,
-    )
-    assert r.status_code == 200, r.text
-    await setup.finish()
+    await deepl_document(setup, r.json()["glossary_id"], "FR")
     cart = [p for p in setup.prompts() if "Your cart is full" in text_of(p)]
     assert cart
     assert all("cart -> panier" in p and "Warenkorb" not in p for p in cart)
