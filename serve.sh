@@ -29,5 +29,8 @@ fi
 python -m serve_app.tools.launcher preflight "$config"
 # Ray Serve's settings of the config (RAY_SERVE_*), for Ray's proxy and controller too.
 eval "$(python -m serve_app.tools.launcher ray-env "$config")"
-echo "[serve] serve run $config" >&2
-exec serve run "$config"
+# "local" (a fresh local Ray) when Ray's current-cluster file names a cluster that is gone:
+# `serve run` would wait for it forever. On the command line only, never in Ray's environment.
+address=$(python -m serve_app.tools.launcher ray-address)
+echo "[serve] serve run ${address:+--address $address }$config" >&2
+exec serve run ${address:+--address "$address"} "$config"

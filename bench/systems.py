@@ -39,7 +39,13 @@ from bench.baselines.ray_serve_llm import READY as RAY_SERVE_LLM_READY
 from bench.targets import EngineTarget, NativeTarget, OpenAITarget, Target
 from bench.workloads import Item
 from serve_app.core.config import AppConfig
-from serve_app.tools.launcher import derive_config, load_serve_config, merge_config, ray_env
+from serve_app.tools.launcher import (
+    derive_config,
+    load_serve_config,
+    merge_config,
+    ray_env,
+    serve_run_address_args,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -229,7 +235,10 @@ def _ray_serve_cmd(ctx: BenchContext, port: int) -> tuple[list[str], dict[str, s
     path = ctx.workdir / "serve_config.bench.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     # The console script `serve` may be absent (the GPU bundles carry none): call its module.
-    cmd = [sys.executable, "-c", "from ray.serve.scripts import cli; cli()", "run", str(path)]
+    # A fresh local Ray, as serve.sh starts, where a dead cluster's address file would stall it.
+    address = serve_run_address_args(ctx.env)
+    cli = "from ray.serve.scripts import cli; cli()"
+    cmd = [sys.executable, "-c", cli, "run", *address, str(path)]
     # The config's Ray Serve settings reach Ray's proxy and controller too, as serve.sh does.
     return cmd, {**ctx.env, **ray_env(config)}
 

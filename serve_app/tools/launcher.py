@@ -8,6 +8,10 @@ shell captures it; all else goes to stderr). ``ray-env CONFIG`` prints the Ray S
 of the config's first application (its ``runtime_env.env_vars`` named ``RAY_SERVE_*``) as
 ``export`` lines: the runtime env reaches only the replicas, and Ray's proxy and controller
 read the same variables when they start, so ``serve.sh`` exports them before ``serve run``.
+``ray-address`` prints the ``--address`` that ``serve run`` needs, if any: ``local`` when
+``RAY_ADDRESS`` is unset and Ray's current-cluster file (written by ``ray start``, removed by
+``ray stop``) names an address where nothing listens, because a Ray killed without ``ray stop``
+left it behind; ``serve run`` would otherwise try to reach that dead cluster forever.
 ``derive_config`` (used by the demo and the tests) loads a serve config and lays overrides
 over it.
 """
@@ -19,8 +23,9 @@ import contextlib
 import copy
 import os
 import shlex
+import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +35,9 @@ from serve_app.core.config import AppConfig
 
 # Ray's proxy runs it first: it cleans the headers the proxy would fail on.
 PROXY_CALLBACK = "serve_app.serving.proxy_headers:middlewares"
+
+# How long a live Ray head may take to accept a TCP connection on its GCS port.
+GCS_PROBE_TIMEOUT_S = 2.0
 
 _OFFLINE_HINT = (
     "If this machine is offline, download the model on one that is not "
@@ -120,6 +128,66 @@ def ray_env(config: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _accepts_connections(address: str, timeout_s: float) -> bool:
+    """Whether something accepts a TCP connection where Ray would connect for ``address``."""
+    from ray._common.network_utils import parse_address
+    from ray._private.services import resolve_ip_for_localhost
+
+    parsed = parse_address(address)
+    if parsed is None or not parsed[0] or not parsed[1].isdigit():
+        return False
+    host = resolve_ip_for_localhost(parsed[0])  # Ray's own step: localhost -> the node's IP
+    try:
+        with socket.create_connection((host, int(parsed[1])), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def stale_ray_address(
+    env: Mapping[str, str], timeout_s: float = GCS_PROBE_TIMEOUT_S
+) -> tuple[str, str] | None:
+    """``(file, address)`` when ``ray.init(address=None)`` with ``env`` would connect to the
+    address in Ray's current-cluster file and nothing accepts a connection there; else None.
+
+    ``RAY_ADDRESS`` comes first in Ray's choice and is the user's: with it set, nothing is
+    read. The file is found and read the way Ray does (its temp dir, ``RAY_TMPDIR``...).
+    """
+    if env.get("RAY_ADDRESS"):
+        return None
+    from ray._common.utils import get_ray_address_file
+    from ray._private.utils import read_ray_address
+
+    address = read_ray_address()
+    if address is None or _accepts_connections(address, timeout_s):
+        return None
+    return get_ray_address_file(None), address
+
+
+def serve_run_address(env: Mapping[str, str]) -> str | None:
+    """The ``--address`` for ``serve run`` under ``env``: ``local`` (a fresh local Ray) when
+    Ray's current-cluster file is stale, else None (Ray's own choice stands). Says why on
+    stderr. Pass it on the command line only: ``RAY_ADDRESS=local`` in the environment would
+    reach Ray's own processes."""
+    stale = stale_ray_address(env)
+    if stale is None:
+        return None
+    path, address = stale
+    print(
+        f"[serve] ignoring {path}: it names the Ray cluster at {address!r}, where nothing "
+        "answers (a Ray stopped without `ray stop` left it); starting a fresh local Ray "
+        "instead (delete the file to silence this, or set RAY_ADDRESS to pick a cluster)",
+        file=sys.stderr,
+    )
+    return "local"
+
+
+def serve_run_address_args(env: Mapping[str, str]) -> list[str]:
+    """``serve_run_address`` as ``serve run`` arguments."""
+    address = serve_run_address(env)
+    return ["--address", address] if address else []
+
+
 @contextlib.contextmanager
 def stdout_to_stderr() -> Iterator[None]:
     """Sends everything written to stdout meanwhile to stderr, at the file-descriptor level.
@@ -168,12 +236,18 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo-config", help="build the tiny model and write its config")
     demo.add_argument("out")
     sub.add_parser("ray-env", help="print the config's RAY_SERVE_* exports").add_argument("config")
+    sub.add_parser("ray-address", help="print the --address serve run needs, if any")
     ns = parser.parse_args(argv)
     if ns.command == "preflight":
         return preflight(ns.config)
     if ns.command == "ray-env":
         for key, value in ray_env(load_serve_config(ns.config)).items():
             print(f"export {key}={shlex.quote(value)}")
+        return 0
+    if ns.command == "ray-address":
+        address = serve_run_address(os.environ)
+        if address:
+            print(address)  # the only line on stdout: serve.sh captures it
         return 0
     with stdout_to_stderr():
         path = write_demo_config(ns.out)

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,85 @@ def test_the_production_config_leaves_ray_serve_at_its_defaults() -> None:
 
     # but for the proxy's header cleaning (serving/proxy_headers.py)
     assert ray_env(load_serve_config(ROOT / "serve_config.yaml")) == PROXY_ENV
+
+
+# Ray's current-cluster file, as `ray start --head` leaves it, in a temp dir of the test's own.
+@pytest.fixture
+def ray_address_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    (tmp_path / "ray").mkdir()
+    return tmp_path / "ray" / "ray_current_cluster"
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ray_address(capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
+    assert launcher.main(["ray-address"]) == 0
+    out = capsys.readouterr()
+    return out.out, out.err
+
+
+def test_a_stale_cluster_file_gets_a_fresh_local_ray(
+    ray_address_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = _closed_port()
+    ray_address_file.write_text(f"127.0.0.1:{port}\n")
+    # Ray's own lookup (what `serve run` would connect to) reads this file.
+    from ray._private.services import get_ray_address_from_environment
+
+    assert get_ray_address_from_environment(None, None) == f"127.0.0.1:{port}"
+    out, err = _ray_address(capsys)
+    assert out == "local\n"
+    assert len(err.splitlines()) == 1
+    assert str(ray_address_file) in err
+    assert f"127.0.0.1:{port}" in err
+    assert "fresh local Ray" in err
+    assert launcher.serve_run_address_args({}) == ["--address", "local"]
+
+
+def test_an_unroutable_address_is_given_up_after_the_probe_timeout(ray_address_file: Path) -> None:
+    ray_address_file.write_text("192.0.2.2:51117")  # TEST-NET-1: nothing answers, not even RST
+    started = time.monotonic()
+    stale = launcher.stale_ray_address({}, timeout_s=0.5)
+    assert stale == (str(ray_address_file), "192.0.2.2:51117")
+    assert time.monotonic() - started < 5
+
+
+def test_a_garbled_cluster_file_gets_a_fresh_local_ray(ray_address_file: Path) -> None:
+    ray_address_file.write_text("")
+    assert launcher.serve_run_address({}) == "local"
+
+
+def test_a_live_cluster_is_connected_to(
+    ray_address_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # On every interface, as Ray's GCS: Ray connects to this node's IP for 127.0.0.1.
+    with socket.socket() as listener:
+        listener.bind(("0.0.0.0", 0))
+        listener.listen()
+        ray_address_file.write_text(f"127.0.0.1:{listener.getsockname()[1]}")
+        assert _ray_address(capsys) == ("", "")
+        assert launcher.serve_run_address_args({}) == []
+
+
+def test_ray_address_set_by_the_user_is_never_overridden(
+    ray_address_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ray_address_file.write_text(f"127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{_closed_port()}")
+    assert _ray_address(capsys) == ("", "")
+    assert launcher.serve_run_address({"RAY_ADDRESS": "auto"}) is None
+    # An empty RAY_ADDRESS is none to Ray too: the file is read.
+    assert launcher.serve_run_address({"RAY_ADDRESS": ""}) == "local"
+
+
+def test_no_cluster_file_leaves_ray_its_choice(
+    ray_address_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert not ray_address_file.exists()
+    assert _ray_address(capsys) == ("", "")
