@@ -70,6 +70,8 @@ def _wait_ready(proc: subprocess.Popen, url: str, log: Path) -> None:
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"serve.sh exited ({proc.returncode}):\n{log.read_text()[-8000:]}")
+        if "Connecting to existing Ray cluster" in log.read_text():  # the dead one: it would hang
+            raise AssertionError(f"serve run went for the dead cluster:\n{log.read_text()[-8000:]}")
         try:
             if httpx.get(f"{url}/readyz", timeout=5).status_code == 200:
                 return

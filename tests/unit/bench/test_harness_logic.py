@@ -359,3 +359,21 @@ def test_markup_bench_reports_costs_and_exact_round_trips() -> None:
     rows = compare_parsers(5, 1)
     assert len(rows) == len(PARSERS)
     assert rows[0]["identical"] == rows[0]["posts"] == 10  # the one the service uses
+
+
+def test_ray_serve_command_skips_a_dead_clusters_address_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The bench's `serve run`, like serve.sh's: a fresh local Ray past a stale file."""
+    from bench.systems import BenchContext, _ray_serve_cmd
+
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "ray_current_cluster").write_text("127.0.0.1:1")
+    config = bench_app_config(ROOT / "serve_config.cpu.yaml", "/m")
+    ctx = BenchContext(config, ROOT / "serve_config.cpu.yaml", tmp_path, env={})
+    cmd, env = _ray_serve_cmd(ctx, 8123)
+    assert cmd[-4:] == ["run", "--address", "local", str(tmp_path / "serve_config.bench.yaml")]
+    assert "RAY_ADDRESS" not in env
+    ctx = BenchContext(config, ROOT / "serve_config.cpu.yaml", tmp_path, env={"RAY_ADDRESS": "x:1"})
+    assert _ray_serve_cmd(ctx, 8123)[0][-2:] == ["run", str(tmp_path / "serve_config.bench.yaml")]
