@@ -122,6 +122,38 @@ async def head_to_head(
     return _h2h(names, concurrency, rounds, per_round)
 
 
+async def workload_head_to_head(
+    ctx: BenchContext,
+    name: str,
+    rounds: list[dict[str, list[Item]]],
+    concurrency: int,
+    warmup: list[Item],
+    checkpoint: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """One system up, its workloads alternated (A B, B A, ...) on fresh texts each round:
+    e.g. ``html`` against ``variable`` (does markup cost throughput?), as ratios per round."""
+    kinds = list(rounds[0])
+    everything = warmup + [i for per_kind in rounds for items in per_kind.values() for i in items]
+    per_round: list[dict[str, Any]] = []
+
+    def summary() -> dict[str, Any]:
+        return {"system": name, **_h2h(kinds, concurrency, [rounds[0][kinds[0]]], per_round)}
+
+    async with started(ctx, name, everything) as target:
+        await run(target, warmup, concurrency=concurrency)
+        for r, per_kind in enumerate(rounds):
+            order = kinds if r % 2 == 0 else list(reversed(kinds))
+            results = {k: await run(target, per_kind[k], concurrency=concurrency) for k in order}
+            per_round.append({k: _brief(results[k]) for k in kinds})
+            print(
+                f"  round {r + 1}: " + "  ".join(f"{k} {results[k]['rps']:.2f} RPS" for k in kinds),
+                flush=True,
+            )
+            if checkpoint is not None:
+                checkpoint(summary())
+    return summary()
+
+
 def _h2h(
     names: list[str], concurrency: int, rounds: list[list[Item]], per_round: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -230,6 +262,20 @@ def write(out: Path, results: dict[str, Any]) -> None:
                 f"(min {ratio['rps_ratio_min']}, max {ratio['rps_ratio_max']}); "
                 f"p95 ratio median {ratio['p95_ratio_median']}"
             ]
+    if results.get("workload_head_to_head"):
+        w2w = results["workload_head_to_head"]
+        lines += [
+            "",
+            f"## {w2w['system']}: workloads alternated, {len(w2w['rounds'])} rounds of "
+            f"{w2w['requests_per_run']} requests each",
+            "",
+        ]
+        for pair, ratio in w2w["ratios"].items():
+            lines += [
+                f"- {pair}: RPS ratio median {ratio['rps_ratio_median']} "
+                f"(min {ratio['rps_ratio_min']}, max {ratio['rps_ratio_max']}); "
+                f"p95 ratio median {ratio['p95_ratio_median']}"
+            ]
     (out / "journey.md").write_text("\n".join(lines) + "\n")
 
 
@@ -257,6 +303,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, default=25)
     p.add_argument("--head-to-head", default="", help="A,B[,C]: alternate these, A first")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument(
+        "--workload-rounds",
+        type=int,
+        default=0,
+        help="N: the first of --systems alone, its --workloads alternated for N rounds",
+    )
     p.add_argument("--stream", action="store_true", help="head-to-head streams: TTFT p50/p95")
     p.add_argument("--replicas", type=int, default=1, help="replicas of ray_serve")
     p.add_argument("--ray-serve-llm-pythonpath", help="a Ray whose serve.llm fits this vLLM")
@@ -305,7 +357,7 @@ async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
     }
     results["ratios"] = journey_ratios(results["runs"])
     warmup = make_workload("variable", ns.warmup, seed=ns.seed + 1000, count_tokens=count)
-    for name in [s for s in ns.systems.split(",") if s]:
+    for name in [s for s in ns.systems.split(",") if s and not ns.workload_rounds]:
         chosen = (
             {w: items[:n_slow] for w, items in workloads.items()} if name in SLOW else workloads
         )
@@ -316,6 +368,25 @@ async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
             results.setdefault("failed", {})[name] = f"{type(exc).__name__}: {exc}"[-3000:]
         results["ratios"] = journey_ratios(results["runs"])
         write(ns.out, results)  # after each system: a run cut short keeps what it measured
+    if ns.workload_rounds:
+        kinds = list(workloads)
+        per_round = [
+            {
+                k: make_workload(k, n_fast, seed=ns.seed + 100 * (r + 1) + i, count_tokens=count)
+                for i, k in enumerate(kinds)
+            }
+            for r in range(ns.workload_rounds)
+        ]
+        system = ns.systems.split(",")[0]
+        results["workload_head_to_head"] = await workload_head_to_head(
+            ctx,
+            system,
+            per_round,
+            ns.concurrency,
+            warmup,
+            lambda h2h: write(ns.out, {**results, "workload_head_to_head": h2h}),
+        )
+        return results
     if ns.head_to_head:
         rounds = [
             make_workload("variable", n_fast, seed=ns.seed + 1 + r, count_tokens=count)

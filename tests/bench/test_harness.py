@@ -143,3 +143,27 @@ def test_streaming_from_vllm_serve_measures_ttft(tiny_model_dir: Path, tmp_path:
     assert (result["requests"], result["ok"]) == (8, 8), result["errors_by_status"]
     assert 0 < result["ttft_p50_s"] <= result["ttft_p95_s"] <= result["p95_s"]
     assert result["output_tokens"] == sum(i.output_tokens for i in items)
+
+
+def test_workload_rounds_alternate_html_and_plain_on_one_system(
+    tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``--workload-rounds``: the service up once, html and variable alternated on fresh texts,
+    the html/variable ratio per round (the GPU figure of markup's cost comes from this)."""
+    out = tmp_path_factory.mktemp("workload-rounds")
+    bench(
+        "bench.journey", "--model", str(tiny_model_dir),
+        "--serve-config", str(ROOT / "serve_config.cpu.yaml"), "--engine", SMALL_ENGINE,
+        "--systems", "ray_serve", "--workloads", "html,variable", "--workload-rounds", "2",
+        "--requests", str(REQUESTS), "--warmup", "2", "--concurrency", "4", "--out", str(out),
+    )  # fmt: skip
+    result = json.loads((out / "journey.json").read_text())
+    assert result["runs"] == []  # no sequential journey: only the alternated workloads
+    w2w = result["workload_head_to_head"]
+    assert w2w["system"] == "ray_serve"
+    assert len(w2w["rounds"]) == 2
+    for round_ in w2w["rounds"]:
+        assert {k: v["ok"] for k, v in round_.items()} == {"html": REQUESTS, "variable": REQUESTS}
+    ratio = w2w["ratios"]["html/variable"]
+    assert 0 < ratio["rps_ratio_min"] <= ratio["rps_ratio_median"] <= ratio["rps_ratio_max"]
+    assert "html/variable" in (out / "journey.md").read_text()
