@@ -65,6 +65,13 @@ def machine() -> str:
     return f"CPU {platform.processor() or platform.machine()} x{os.cpu_count()}"
 
 
+def phase(text: str) -> None:
+    """Tells a watcher (``bench.cpu_profile``, through $BENCH_PHASE_FILE) which system is
+    under measured load now ("" between runs)."""
+    if path := os.environ.get("BENCH_PHASE_FILE"):
+        Path(path).write_text(text)
+
+
 async def measure(
     ctx: BenchContext,
     name: str,
@@ -80,7 +87,9 @@ async def measure(
         memory = gpu_memory()
         results = []
         for workload, items in workloads.items():
+            phase(f"{name} {workload}")
             result = await run(target, items, concurrency=concurrency)
+            phase("")
             results.append({**result, "workload": workload, "label": LABELS[name]})
             print(
                 f"  {name:18s} {workload:8s} {result['rps']:8.2f} RPS  p95 {result['p95_s']}s  "
@@ -264,6 +273,8 @@ def write(out: Path, results: dict[str, Any]) -> None:
             ]
     if results.get("workload_head_to_head"):
         w2w = results["workload_head_to_head"]
+        title = f"{w2w['system']}: workloads alternated on {results['machine']}"
+        plot_head_to_head(w2w, out / "workload_head_to_head.png", title)
         lines += [
             "",
             f"## {w2w['system']}: workloads alternated, {len(w2w['rounds'])} rounds of "

@@ -167,3 +167,4 @@ def test_workload_rounds_alternate_html_and_plain_on_one_system(
     ratio = w2w["ratios"]["html/variable"]
     assert 0 < ratio["rps_ratio_min"] <= ratio["rps_ratio_median"] <= ratio["rps_ratio_max"]
     assert "html/variable" in (out / "journey.md").read_text()
+    assert (out / "workload_head_to_head.png").stat().st_size > 10_000

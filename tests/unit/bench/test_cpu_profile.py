@@ -1,0 +1,81 @@
+"""bench.cpu_profile: finding the serving processes and CPU microseconds per request."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench import cpu_profile
+
+SLEEPER = "import subprocess, sys, time; {child}time.sleep(30)"
+
+
+def spawn(tag: str, child: str = "") -> subprocess.Popen[bytes]:
+    """A python process whose command line carries ``tag`` (as a Ray worker's title would)."""
+    return subprocess.Popen([sys.executable, "-c", SLEEPER.format(child=child), tag])
+
+
+def test_find_names_the_replica_proxy_and_the_engine_core_child() -> None:
+    engine = "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)', "
+    engine += "'EngineCore']); "
+    replica = spawn("ray::ServeReplica:translator:Translator", child=engine)
+    store = spawn("ray::ServeReplica:translator:Store")  # not the translator
+    proxy = spawn("ray::ProxyActor")
+    found: dict[str, int] = {}
+    try:
+        for _ in range(50):
+            mine = {replica.pid, store.pid, proxy.pid}
+            # only these processes and their children: a real cluster may run beside the test
+            procs = {
+                pid: (ppid, cmd)
+                for pid, (ppid, cmd) in cpu_profile.processes().items()
+                if pid in mine or ppid in mine
+            }
+            found = cpu_profile.find("ray_serve", procs)
+            if "engine_core" in found:
+                break
+            time.sleep(0.1)
+        assert found["replica"] == replica.pid
+        assert found["proxy"] == proxy.pid
+        parent = cpu_profile.processes()[found["engine_core"]][0]
+        assert parent == replica.pid
+        assert store.pid not in found.values()
+    finally:
+        if "engine_core" in found:
+            subprocess.run(["kill", "-9", str(found["engine_core"])], check=False)
+        for p in (replica, store, proxy):
+            p.kill()
+            p.wait()
+
+
+def test_cpu_seconds_grow_with_work() -> None:
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        first = cpu_profile.cpu_s(busy.pid)
+        time.sleep(0.5)
+        second = cpu_profile.cpu_s(busy.pid)
+        assert first is not None
+        assert second is not None
+        assert second - first > 0.2
+    finally:
+        busy.kill()
+        busy.wait()
+    assert cpu_profile.cpu_s(busy.pid) is None  # gone
+
+
+def test_per_request_divides_cpu_by_the_measured_rps(tmp_path: Path) -> None:
+    journey = tmp_path / "journey.json"
+    journey.write_text(json.dumps({
+        "runs": [{"system": "ray_serve", "rps": 40.0}],
+        "head_to_head": {"rounds": [{"vllm_serve": {"rps": 50.0}}]},
+    }))  # fmt: skip
+    results = {
+        "ray_serve": {"cpu_s_per_s": {"replica": 0.08, "proxy": 0.2}},
+        "vllm_serve": {"cpu_s_per_s": {"api_server": 0.1}},
+    }
+    cpu_profile.per_request(results, journey)
+    assert results["ray_serve"]["cpu_us_per_request"] == {"replica": 2000, "proxy": 5000}
+    assert results["vllm_serve"]["cpu_us_per_request"] == {"api_server": 2000}
