@@ -138,6 +138,14 @@ def per_request(results: dict[str, Any], journey: Path) -> None:
             }
 
 
+def plot(out: Path) -> None:
+    """profile.png from profile.json (matplotlib: on the development machine, not the GPU's)."""
+    from bench.report import plot_cpu_profile
+
+    results = json.loads((out / "profile.json").read_text())
+    plot_cpu_profile(results, out / "profile.png", "CPU per request under load, by process")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m bench.cpu_profile", description=__doc__)
     p.add_argument("--out", required=True, type=Path)
@@ -145,9 +153,13 @@ def main() -> None:
     p.add_argument("--settle", type=int, default=5, help="seconds between load seen and window")
     p.add_argument("--py-spy", help="path to a py-spy binary (no profile without)")
     p.add_argument("--rps-from", type=Path, help="the benchmark's journey.json, for us/request")
+    p.add_argument("--plot", action="store_true", help="only plot OUT/profile.json")
     p.add_argument("command", nargs=argparse.REMAINDER)
     ns = p.parse_args()
     ns.out.mkdir(parents=True, exist_ok=True)
+    if ns.plot:
+        plot(ns.out)
+        return
     command = ns.command[1:] if ns.command[:1] == ["--"] else ns.command
     ns.phase_file = ns.out / "phase.txt"
     ns.phase_file.write_text("")

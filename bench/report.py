@@ -139,3 +139,22 @@ def plot_sweep(points: Sequence[dict[str, Any]], path: Path, title: str) -> None
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_cpu_profile(results: dict[str, Any], path: Path, title: str) -> None:
+    """CPU microseconds per request of each serving process (``bench.cpu_profile``)."""
+    plt = _pyplot()
+    labels, values = [], []
+    for system, result in results.items():
+        for role, us in (result.get("cpu_us_per_request") or {}).items():
+            labels.append(f"{system}\n{role}")
+            values.append(us / 1000)
+    fig, ax = plt.subplots(figsize=(9, 4))
+    bars = ax.bar(range(len(values)), values, color="tab:blue")
+    ax.bar_label(bars, fmt="%.1f")
+    ax.set_xticks(range(len(labels)), labels, fontsize=8)
+    ax.set_ylabel("CPU ms per request")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

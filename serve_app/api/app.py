@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from serve_app.api.anonymous_usage import AnonymousUsage
 from serve_app.api.bodies import BodyCheckMiddleware
 from serve_app.api.compat.deepl import deepl_router
 from serve_app.api.compat.libre import libre_router
@@ -16,6 +17,7 @@ from serve_app.api.compat.openai.router import openai_router
 from serve_app.api.documents import documents_router
 from serve_app.api.errors import install_error_handlers
 from serve_app.api.glossaries import glossaries_router
+from serve_app.api.keys import ANONYMOUS
 from serve_app.api.middleware import MetricsMiddleware, ReplicaHeaderMiddleware, RequestIdMiddleware
 from serve_app.api.native import native_router
 from serve_app.api.security import install_security
@@ -40,6 +42,7 @@ def create_app(
         version="0.1.0",
     )
     app.state.store = store
+    app.state.anonymous_usage = AnonymousUsage(store, ANONYMOUS) if store is not None else None
     install_error_handlers(app)
     app.add_middleware(BodyCheckMiddleware)  # innermost: behind the key check and body limit
     prefix = service.config.compat.libretranslate_prefix

@@ -13,7 +13,8 @@ key's minute window (``RateLimited``, 429 with Retry-After), and the translate r
 the characters of their texts before any work (``charged``), refunded if the work fails
 (``QuotaExceeded``: DeepL answers 456, the others 429 with Retry-After). Both are one
 atomic conditional update in the store, so concurrent requests on any number of replicas
-never pass a limit and the counters add up exactly.
+never pass a limit and the counters add up exactly. Callers without a key have no limits:
+their characters are added up in the replica and stored once a second (``AnonymousUsage``).
 
 The caller's key id is ``request.state.key_id`` (``""`` when keys are off) and the context
 variable ``apikeys.current_key``, which scopes the translation cache and owns stored
@@ -33,6 +34,7 @@ from contextlib import asynccontextmanager
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from serve_app.api.anonymous_usage import AnonymousUsage
 from serve_app.api.security import (
     BodyLimits,
     _parameter_key,
@@ -161,7 +163,8 @@ class KeyMiddleware:
         return ("" if not self.resolver.required else None), receive
 
 
-# Usage without keys is counted in the store too (no limits), so /usage and /v2/usage are
+# Usage without keys is counted in the store too (no limits; in each replica first, stored
+# once a second: api/anonymous_usage.py), so /usage and /v2/usage are
 # cluster-wide, not one replica's.
 ANONYMOUS = "anonymous"
 
@@ -179,14 +182,33 @@ def store_of(request: Request) -> Store | None:
     return getattr(request.app.state, "store", None)
 
 
+def anonymous_usage(request: Request) -> AnonymousUsage | None:
+    return getattr(request.app.state, "anonymous_usage", None)
+
+
+# What ``charged`` yields for a caller without a key: counted in the replica, not the store.
+_LOCAL = Usage(ANONYMOUS, "", 0, None, 0, None)
+
+
 @asynccontextmanager
 async def charged(request: Request, characters: int) -> AsyncIterator[Usage | None]:
     """Charges ``characters`` to the caller's key before the block runs (refused with
     ``QuotaExceeded`` when they do not fit this month) and refunds them if it raises.
-    Without a key they are counted under ``ANONYMOUS``; without a store, not at all."""
+    Without a key they are counted under ``ANONYMOUS``, in the replica first
+    (``AnonymousUsage``: no limits to check, so no store round trip before the work);
+    without a store, not at all."""
     store, key_id = store_of(request), _counted_as(request)
     if store is None:
         yield None
+        return
+    local = anonymous_usage(request)
+    if key_id == ANONYMOUS and local is not None:
+        local.add(characters)
+        try:
+            yield _LOCAL
+        except BaseException:
+            local.add(-characters)
+            raise
         return
     usage = await store.charge(key_id, characters, requests=0)
     try:
@@ -199,8 +221,12 @@ async def charged(request: Request, characters: int) -> AsyncIterator[Usage | No
 
 async def refund(request: Request, usage: Usage | None, characters: int) -> None:
     """Gives back part of a charge (the texts of a batch that failed)."""
-    store = store_of(request)
-    if store is not None and usage is not None and characters > 0:
+    store, local = store_of(request), anonymous_usage(request)
+    if store is None or usage is None or characters <= 0:
+        return
+    if usage is _LOCAL and local is not None:
+        local.add(-characters)
+    else:
         await store.refund(usage.key_id, characters, usage.month)
 
 
@@ -225,7 +251,9 @@ async def translate_batch_charged(
 async def caller_usage(request: Request) -> Usage | None:
     """The caller's usage from the store (all callers without a key together); None
     without a store."""
-    store = store_of(request)
+    store, key_id, local = store_of(request), _counted_as(request), anonymous_usage(request)
     if store is None:
         return None
-    return await store.usage(_counted_as(request))
+    if key_id == ANONYMOUS and local is not None:
+        await local.flush()  # this replica's counts at once; the others' within a second
+    return await store.usage(key_id)
