@@ -255,39 +255,30 @@ def write(out: Path, results: dict[str, Any]) -> None:
         plot_journey(runs, out / "journey.png", f"Journey on {results['machine']}")
     for name, error in (results.get("failed") or {}).items():
         lines += ["", f"**{name} failed**: `{error.splitlines()[0][:300]}`"]
-    if results.get("head_to_head"):
-        h2h = results["head_to_head"]
+    if h2h := results.get("head_to_head"):
         title = f"Head to head on {results['machine']} ({h2h['concurrency']} users)"
-        plot_head_to_head(h2h, out / "head_to_head.png", title)
-        lines += [
-            "",
-            f"## Head to head, alternated, {len(h2h['rounds'])} rounds of "
-            f"{h2h['requests_per_run']} variable-length requests",
-            "",
-        ]
-        for pair, ratio in h2h["ratios"].items():
-            lines += [
-                f"- {pair}: RPS ratio median {ratio['rps_ratio_median']} "
-                f"(min {ratio['rps_ratio_min']}, max {ratio['rps_ratio_max']}); "
-                f"p95 ratio median {ratio['p95_ratio_median']}"
-            ]
-    if results.get("workload_head_to_head"):
-        w2w = results["workload_head_to_head"]
+        heading = f"Head to head, alternated, {len(h2h['rounds'])} rounds of "
+        heading += f"{h2h['requests_per_run']} variable-length requests"
+        lines += _alternated(h2h, heading, out / "head_to_head.png", title)
+    if w2w := results.get("workload_head_to_head"):
         title = f"{w2w['system']}: workloads alternated on {results['machine']}"
-        plot_head_to_head(w2w, out / "workload_head_to_head.png", title)
-        lines += [
-            "",
-            f"## {w2w['system']}: workloads alternated, {len(w2w['rounds'])} rounds of "
-            f"{w2w['requests_per_run']} requests each",
-            "",
-        ]
-        for pair, ratio in w2w["ratios"].items():
-            lines += [
-                f"- {pair}: RPS ratio median {ratio['rps_ratio_median']} "
-                f"(min {ratio['rps_ratio_min']}, max {ratio['rps_ratio_max']}); "
-                f"p95 ratio median {ratio['p95_ratio_median']}"
-            ]
+        heading = f"{w2w['system']}: workloads alternated, {len(w2w['rounds'])} rounds of "
+        heading += f"{w2w['requests_per_run']} requests each"
+        lines += _alternated(w2w, heading, out / "workload_head_to_head.png", title)
     (out / "journey.md").write_text("\n".join(lines) + "\n")
+
+
+def _alternated(h2h: dict[str, Any], heading: str, png: Path, title: str) -> list[str]:
+    """The markdown section (and the plot) of alternated runs: each pair's median ratios."""
+    plot_head_to_head(h2h, png, title)
+    lines = ["", f"## {heading}", ""]
+    for pair, ratio in h2h["ratios"].items():
+        lines += [
+            f"- {pair}: RPS ratio median {ratio['rps_ratio_median']} "
+            f"(min {ratio['rps_ratio_min']}, max {ratio['rps_ratio_max']}); "
+            f"p95 ratio median {ratio['p95_ratio_median']}"
+        ]
+    return lines
 
 
 def previous(out: Path) -> dict[str, Any]:
