@@ -42,6 +42,7 @@ from bench.systems import (
     engine_memory,
     started,
 )
+from bench.targets import Target
 from bench.workloads import Item, make_workload, tokenizer_counter
 
 SLOW = {"mp_queue_1", "mp_queue_2", "static_batch"}
@@ -113,22 +114,17 @@ async def head_to_head(
     others. Each round sends texts no system has seen (no prefix-cache hits across rounds).
     ``checkpoint`` gets the results so far after each round (a run cut short keeps them)."""
     everything = warmup + [item for items in rounds for item in items]
+
+    def summary(per_round: list[dict[str, Any]]) -> dict[str, Any]:
+        return _h2h(names, concurrency, len(rounds[0]), per_round)
+
     async with AsyncExitStack() as stack:
         targets = [await stack.enter_async_context(started(ctx, n, everything)) for n in names]
         for target in targets:
             await run(target, warmup, concurrency=concurrency)
-        per_round: list[dict[str, Any]] = []
-        for r, items in enumerate(rounds):
-            order = targets if r % 2 == 0 else list(reversed(targets))
-            results = {t.name: await run(t, items, concurrency=concurrency) for t in order}
-            per_round.append({n: _brief(results[n]) for n in names})
-            if checkpoint is not None:
-                checkpoint(_h2h(names, concurrency, rounds, per_round))
-            print(
-                f"  round {r + 1}: " + "  ".join(f"{n} {results[n]['rps']:.2f} RPS" for n in names),
-                flush=True,
-            )
-    return _h2h(names, concurrency, rounds, per_round)
+        arms = [{t.name: (t, items) for t in targets} for items in rounds]
+        per_round = await _alternate(arms, concurrency, summary, checkpoint)
+    return summary(per_round)
 
 
 async def workload_head_to_head(
@@ -143,33 +139,48 @@ async def workload_head_to_head(
     e.g. ``html`` against ``variable`` (does markup cost throughput?), as ratios per round."""
     kinds = list(rounds[0])
     everything = warmup + [i for per_kind in rounds for items in per_kind.values() for i in items]
-    per_round: list[dict[str, Any]] = []
 
-    def summary() -> dict[str, Any]:
-        return {"system": name, **_h2h(kinds, concurrency, [rounds[0][kinds[0]]], per_round)}
+    def summary(per_round: list[dict[str, Any]]) -> dict[str, Any]:
+        requests = len(rounds[0][kinds[0]])
+        return {"system": name, **_h2h(kinds, concurrency, requests, per_round)}
 
     async with started(ctx, name, everything) as target:
         await run(target, warmup, concurrency=concurrency)
-        for r, per_kind in enumerate(rounds):
-            order = kinds if r % 2 == 0 else list(reversed(kinds))
-            results = {k: await run(target, per_kind[k], concurrency=concurrency) for k in order}
-            per_round.append({k: _brief(results[k]) for k in kinds})
-            print(
-                f"  round {r + 1}: " + "  ".join(f"{k} {results[k]['rps']:.2f} RPS" for k in kinds),
-                flush=True,
-            )
-            if checkpoint is not None:
-                checkpoint(summary())
-    return summary()
+        arms = [{k: (target, per_kind[k]) for k in kinds} for per_kind in rounds]
+        per_round = await _alternate(arms, concurrency, summary, checkpoint)
+    return summary(per_round)
+
+
+async def _alternate(
+    rounds: list[dict[str, tuple[Target, list[Item]]]],
+    concurrency: int,
+    summary: Callable[[list[dict[str, Any]]], dict[str, Any]],
+    checkpoint: Callable[[dict[str, Any]], None] | None,
+) -> list[dict[str, Any]]:
+    """Runs each round's arms (label -> target and its texts) in turn, in the order given
+    and reversed every other round; each run's summary by label, per round."""
+    per_round: list[dict[str, Any]] = []
+    for r, arms in enumerate(rounds):
+        labels = list(arms)
+        order = labels if r % 2 == 0 else labels[::-1]
+        results = {a: await run(*arms[a], concurrency=concurrency) for a in order}
+        per_round.append({a: _brief(results[a]) for a in labels})
+        if checkpoint is not None:
+            checkpoint(summary(per_round))
+        print(
+            f"  round {r + 1}: " + "  ".join(f"{a} {results[a]['rps']:.2f} RPS" for a in labels),
+            flush=True,
+        )
+    return per_round
 
 
 def _h2h(
-    names: list[str], concurrency: int, rounds: list[list[Item]], per_round: list[dict[str, Any]]
+    names: list[str], concurrency: int, requests: int, per_round: list[dict[str, Any]]
 ) -> dict[str, Any]:
     return {
         "systems": names,
         "concurrency": concurrency,
-        "requests_per_run": len(rounds[0]),
+        "requests_per_run": requests,
         "rounds": per_round,
         "ratios": _ratios(per_round, names),
     }
