@@ -210,6 +210,7 @@ def _brief(result: dict[str, Any]) -> dict[str, Any]:
         "output_tokens_per_s",
         "ttft_p50_s",
         "ttft_p95_s",
+        "first_event_p50_s",
     )
     return {k: result.get(k) for k in keys}
 

@@ -38,6 +38,9 @@ class Sample:
     output_tokens: int = 0
     attempts: int = 1
     ttft_s: float | None = None  # streamed requests only
+    # Streamed requests: time to the first event of any kind (this project's ``start``,
+    # sent before the engine is asked; `vllm serve`'s role chunk, sent with the first token).
+    first_event_s: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -89,7 +92,15 @@ class _HttpTarget:
             return Sample(start, time.perf_counter() - start, None)
         status = 500 if events.failed else 200
         n_in, n_out = events.usage
-        return Sample(start, time.perf_counter() - start, status, n_in, n_out, ttft_s=events.ttft)
+        return Sample(
+            start,
+            time.perf_counter() - start,
+            status,
+            n_in,
+            n_out,
+            ttft_s=events.ttft,
+            first_event_s=events.first,
+        )
 
 
 class _EventReader:
@@ -101,12 +112,15 @@ class _EventReader:
         self.has_text = has_text
         self.usage_keys = usage_keys
         self.ttft: float | None = None
+        self.first: float | None = None
         self.usage = (0, 0)
         self.failed = False
 
     def read(self, name: str, data: dict[str, Any], elapsed_s: float) -> None:
         if name == "error":
             self.failed = True
+        if self.first is None:
+            self.first = elapsed_s
         if self.ttft is None and self.has_text(name, data):
             self.ttft = elapsed_s
         usage = data.get("usage")

@@ -5,10 +5,17 @@ at once, as many "tokens" as half the prompt (about the input length), without d
 So what a load test measures through Ray's proxy is the path (proxy, replica, service,
 tokenizer, metrics), not the model. ``python -m bench.pathcost.instant OUT`` writes a serve
 config for it (the tiny model's tokenizer); ``run_case.sh`` runs one measured case.
+
+With ``PATHCOST_STEP_MS`` set (e.g. 10: a GPU's decode step at 25 running requests) the
+engine paces its output like vLLM's step loop instead: one clock wakes every step and hands
+each running request its next token, so a stream's first token comes one step after it was
+asked for and the path's own delay in front of it (and behind it) shows in the client's TTFT.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,11 +32,46 @@ from serve_app.translation.families import Prompt
 from serve_app.translation.service import language_registry
 
 
+class StepClock:
+    """vLLM's step loop in miniature: every ``step_s`` each running request gets a token."""
+
+    def __init__(self, step_s: float) -> None:
+        self.step_s = step_s
+        self.running: set[asyncio.Queue[int]] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    async def tokens(self, n: int) -> AsyncIterator[int]:
+        """Yields 1 each step, ``n`` times (more at once if the consumer fell behind)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        queue: asyncio.Queue[int] = asyncio.Queue()
+        self.running.add(queue)
+        try:
+            left = n
+            while left > 0:
+                got = await queue.get()
+                while not queue.empty():
+                    got += queue.get_nowait()
+                got = min(got, left)
+                left -= got
+                yield got
+        finally:
+            self.running.discard(queue)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.step_s)
+            for queue in self.running:
+                queue.put_nowait(1)
+
+
 class InstantEngine:
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self.active = 0
         self._tokens: PromptTokenizer | None = None
+        step_ms = float(os.environ.get("PATHCOST_STEP_MS") or 0)
+        self.clock = StepClock(step_ms / 1000) if step_ms > 0 else None
 
     async def start(self) -> None:
         from transformers import AutoTokenizer
@@ -57,13 +99,24 @@ class InstantEngine:
 
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
         text, n = self._reply(request)
+        if self.clock is not None:
+            async for _ in self.clock.tokens(n):
+                pass
         return Generation(text, len(request.prompt_token_ids), n, "stop", 0.0, 0.0)
 
     async def generate_stream(
         self, request: GenerationRequest, request_id: str
     ) -> AsyncIterator[GenerationChunk]:
         text, n = self._reply(request)
-        yield GenerationChunk(text, n, True, len(request.prompt_token_ids), "stop")
+        n_in = len(request.prompt_token_ids)
+        if self.clock is None:
+            yield GenerationChunk(text, n, True, n_in, "stop")
+            return
+        done = 0
+        async for got in self.clock.tokens(n):
+            done += got
+            end = done >= n
+            yield GenerationChunk("xx" * got, done, end, n_in, "stop" if end else None)
 
     async def check_health(self) -> None:
         return None

@@ -3,7 +3,8 @@
 # instant engine (bench/pathcost/instant.py), the load generator at 25 users x NREQ (2000)
 # variable texts; with PROFILE=1, py-spy samples the replica and the proxy for 15 s.
 # usage: bench/pathcost/run_case.sh NAME [ENV=VAL ...]   (results in $PATHCOST_OUT/NAME,
-# default .cache/pathcost/NAME; ENV=VAL pairs are exported, e.g. RAY_SERVE_THROUGHPUT_OPTIMIZED=1)
+# default .cache/pathcost/NAME; ENV=VAL pairs are exported, e.g. RAY_SERVE_THROUGHPUT_OPTIMIZED=1;
+# PATHCOST_STEP_MS=10 paces the engine like a GPU's step loop; LOADGEN_ARGS=--stream: TTFT)
 # The config's own RAY_SERVE_* settings are exported too (NO_RAY_ENV=1: not). cpu.txt gets the
 # CPU microseconds per request of the translator replica, the proxy and the store's deployment
 # (/proc utime+stime over the run).
@@ -35,7 +36,7 @@ REP=$(pgrep -f "ServeReplica:.*:Translator" | head -1); PRX=$(pgrep -f ProxyActo
 STO=$(pgrep -f "ServeReplica:.*:Store" | head -1)
 r0=$(cpu_ticks $REP); p0=$(cpu_ticks $PRX); s0=$(cpu_ticks ${STO:-$PRX})
 python -m bench.loadgen --url http://127.0.0.1:8000 --workload variable --requests ${NREQ:-2000} \
-  --concurrency 25 --out $OUT --no-progress > $OUT/loadgen.log 2>&1 &
+  --concurrency 25 --out $OUT --no-progress ${LOADGEN_ARGS:-} > $OUT/loadgen.log 2>&1 &
 LP=$!
 if [ -n "${PROFILE:-}" ]; then
   sleep 6

@@ -14,6 +14,7 @@ from fastapi.responses import StreamingResponse
 from serve_app.api.bodies import has_lone_surrogate, lone_surrogate
 from serve_app.api.glossaries import apply_glossaries
 from serve_app.api.keys import caller_usage, charged, key_of, translate_batch_charged
+from serve_app.api.pacing import paced
 from serve_app.api.sse import HEADERS, opened, sse_stream
 from serve_app.core.errors import EngineUnavailable, ServiceError
 from serve_app.core.schemas import (
@@ -77,8 +78,11 @@ def _translation_routes(app: APIRouter, service: TranslationService) -> None:
         request_id = request.state.request_id
         async with charged(request, len(body.text)):  # refunded if the stream cannot start
             events = await opened(await service.translate_stream(body, request_id))
+        interval = service.limits.stream_interval_s
         return StreamingResponse(
-            sse_stream(events, request_id), media_type="text/event-stream", headers=HEADERS
+            paced(sse_stream(events, request_id), interval),
+            media_type="text/event-stream",
+            headers=HEADERS,
         )
 
 

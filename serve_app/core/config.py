@@ -209,6 +209,15 @@ class LimitsConfig(_Strict):
         description="Longest text accepted, in characters (413 beyond). Texts over "
         "max_input_tokens are split into pieces of at most that many tokens.",
     )
+    stream_interval_s: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="Streams (SSE): after the opening event and the first text, at most one "
+        "message per this many seconds, holding every event generated meanwhile (each "
+        "message costs the replica and Ray's proxy CPU; api/pacing.py). 0: every event "
+        "on its own.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> LimitsConfig:
