@@ -209,6 +209,15 @@ class LimitsConfig(_Strict):
         description="Longest text accepted, in characters (413 beyond). Texts over "
         "max_input_tokens are split into pieces of at most that many tokens.",
     )
+    inline_plan_chars: int = Field(
+        1000,
+        ge=0,
+        le=4000,
+        description="A request of plain text of at most this many characters in all is "
+        "planned (detected, tokenized, its prompt built) on the replica's event loop: "
+        "bounded work, cheaper than the hop to a planning thread; longer texts and markup "
+        "are planned in the planning pool. 0: always the pool.",
+    )
     stream_interval_s: float = Field(
         0.05,
         ge=0,

@@ -103,8 +103,11 @@ def strip_chain_of_thought(output: str, source: str) -> str:
 
 
 COMMON: tuple[Rule, ...] = (strip_thinking, strip_preamble, strip_quotes)
-# Characters a stream holds back by default: a closing quote may follow.
-DEFAULT_HOLD = 2
+# Characters a stream holds back by default: none. The only wrapper ``COMMON`` strips at the
+# end is a closing quote, and only from an answer that opened with a quote, which the stream
+# holds whole until the end anyway (``StreamCleaner._unsettled``); holding more would delay
+# every stream's first text by a token. Families with trailing wrappers set their own.
+DEFAULT_HOLD = 0
 
 
 def clean(output: str, source: str, rules: tuple[Rule, ...] = COMMON) -> str:
@@ -119,16 +122,16 @@ class StreamCleaner:
     """``clean`` for an output that arrives in pieces: ``feed`` each delta and pass on what
     it returns, then what ``finish`` returns. The start is held while it could still become
     something the rules strip (a preamble, a thinking block, a tag, an opening quote, which
-    only the end can show to be a wrapper), and the last few characters always are (a
-    closing quote or tag may follow: ``HOLD``). What was passed on is never taken back: if
-    the rules ever drop text already sent, nothing more is sent and the final answer (the
-    ``done`` event) is the one to use."""
+    only the end can show to be a wrapper), and the last ``hold`` characters always are
+    (for a family whose rules strip a trailing tag or marker). What was passed on is never
+    taken back: if the rules ever drop text already sent, nothing more is sent and the final
+    answer (the ``done`` event) is the one to use."""
 
     def __init__(
         self, source: str, rules: tuple[Rule, ...] = COMMON, hold: int = DEFAULT_HOLD
     ) -> None:
-        # ``hold``: longer than the trailing wrappers the rules strip (a closing quote, a
-        # target tag "<pt-BR>", a turn marker "<end_of_turn>").
+        # ``hold``: longer than the trailing wrappers the rules strip (a target tag
+        # "<pt-BR>", a turn marker "<end_of_turn>").
         self.source, self.rules, self.hold = source, rules, hold
         self.raw = self.sent = ""
         self.diverged = False

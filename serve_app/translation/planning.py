@@ -14,6 +14,11 @@ it encodes), under the request's deadline, after a cheap admission check:
 
 Context variables (the caller's API key, which scopes the cache) do not follow work into an
 executor's threads by themselves: each job runs in a copy of the caller's context.
+
+A short plain text (``limits.inline_plan_chars``, 1,000 characters: a fraction of a
+millisecond of work) is planned by the service on the loop instead: the hop to a thread and
+back cost more than that on a busy replica (the thread waits for the GIL, the result for
+the loop).
 """
 
 from __future__ import annotations

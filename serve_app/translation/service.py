@@ -280,10 +280,16 @@ class TranslationService:
     async def _plan(self, items: Sequence[TextItem], budget: Budget) -> list[Plan | ServiceError]:
         """Each item's plan (or its error), made in the planning pool after a cheap check:
         a free engine slot for every item, and room for its characters in the pool's queue
-        (503 at once otherwise, before any work proportional to the text)."""
+        (503 at once otherwise, before any work proportional to the text). Plain texts of
+        at most ``limits.inline_plan_chars`` in all are planned here, on the loop."""
         self.admission.check(len(items))
         # A text over the limit is refused at its first step: it costs no more than that.
         chars = [min(len(item.text), self.limits.max_text_chars + 1) for item in items]
+        if sum(chars) <= self.limits.inline_plan_chars and not any(map(needs_reading, items)):
+            # Short plain text: bounded work (well under a millisecond), cheaper here than
+            # the hop to a planning thread and back, which waits for the GIL behind this
+            # busy loop (a switch interval, 5 ms) and then for the loop to take the result.
+            return [self._plan_one(item, budget) for item in items]
         jobs = [functools.partial(self._plan_one, item) for item in items]
         return await self.planner.run_all(jobs, chars, budget)
 

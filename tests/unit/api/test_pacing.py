@@ -4,6 +4,7 @@ chunk that came meanwhile, the rest as soon as the source ends; closing closes t
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import AsyncIterator
 
@@ -38,12 +39,13 @@ async def test_every_chunk_arrives_once_in_order() -> None:
 async def test_first_chunks_are_not_held_then_messages_are_paced() -> None:
     # the opening event at once, the first text 30 ms later, then a token every 2 ms
     messages = await _collect(paced(_timed([0.0, 0.03] + [0.002] * 60), 0.05))
-    assert messages[0][1] == b"0;" and messages[1][1] == b"1;"
+    assert messages[0][1] == b"0;"
+    assert messages[1][1] == b"1;"
     assert messages[1][0] == pytest.approx(0.03, abs=0.015)  # the first text is not held
     # ~120 ms of tokens after that: a handful of messages, not 60
     assert 2 < len(messages) <= 2 + 5
     times = [t for t, _ in messages[1:-1]]  # the last one goes as soon as the source ends
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert all(g >= 0.045 for g in gaps)
 
 
@@ -71,10 +73,14 @@ async def test_an_error_of_the_source_comes_after_its_chunks() -> None:
         await asyncio.sleep(0.001)
         raise RuntimeError("boom")
 
-    got = []
-    with pytest.raises(RuntimeError, match="boom"):
+    got: list[bytes] = []
+
+    async def read() -> None:
         async for message in paced(failing(), 0.01):
             got.append(message)
+
+    with pytest.raises(RuntimeError, match="boom"):
+        await read()
     assert b"".join(got) == b"a"
 
 

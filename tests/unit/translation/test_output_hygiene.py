@@ -110,6 +110,15 @@ def test_a_plain_translation_streams_as_it_comes(output: str) -> None:
     assert before_the_end.startswith("Der schnelle")
 
 
+@pytest.mark.parametrize("family", ["hy_mt", "hunyuan_mt", "chat"])
+def test_the_first_token_is_sent_at_once(family: str) -> None:
+    """Nothing waits for a second token when no rule could strip the end (the time to first
+    token of a stream is one engine step, as with `vllm serve`)."""
+    cleaner = make_prompt_family(PromptConfig(family=family)).stream_cleaner("Good morning")
+    assert cleaner.feed("Guten") == "Guten"
+    assert cleaner.feed(" Morgen") == " Morgen"
+
+
 def test_a_quoted_start_waits_for_the_end() -> None:
     """Only the end shows whether an opening quote wraps the whole answer."""
     output = f'"{LONG}"'

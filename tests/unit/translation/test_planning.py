@@ -134,7 +134,7 @@ async def test_a_full_replica_refuses_before_planning() -> None:
 async def test_the_callers_key_follows_planning_into_its_thread() -> None:
     """The cache is scoped by key: planned in a thread, the key must still be the caller's."""
     engine = FakeEngine()
-    service = await _service(engine)
+    service = await _service(engine, inline_plan_chars=0)  # every plan in the pool
     item = TranslateRequest(**_item(3))
     token = current_key.set("key-a")
     try:
@@ -149,3 +149,37 @@ async def test_the_callers_key_follows_planning_into_its_thread() -> None:
         assert service.cache_stats().hits == 0
     finally:
         current_key.reset(token)
+
+
+class ThreadNoting(FakeEngine):
+    """Notes the thread each token count runs in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: set[str] = set()
+
+    def count_tokens(self, text: str) -> int:
+        self.threads.add(threading.current_thread().name)
+        return super().count_tokens(text)
+
+
+@pytest.mark.parametrize(
+    ("item", "limit", "inline"),
+    [
+        (_item(3), 1000, True),  # short plain text: planned on the loop
+        (_item(3), 0, False),  # inline planning off
+        (_item(400), 1000, False),  # ~2,300 characters: the pool
+        (_item(3, format="html"), 1000, False),  # markup is read in the pool
+        ({**_item(3), "text": "Hi {name}"}, 1000, False),  # protected variables: the pool
+    ],
+)
+async def test_short_plain_text_is_planned_on_the_loop(
+    item: dict[str, Any], limit: int, inline: bool
+) -> None:
+    """Bounded work (``limits.inline_plan_chars``) skips the hop to a planning thread."""
+    engine = ThreadNoting()
+    service = await _service(engine, inline_plan_chars=limit, max_input_tokens=1000)
+    await service.translate(TranslateRequest(**item), "r")
+    loop_thread = threading.current_thread().name
+    assert engine.threads
+    assert (engine.threads == {loop_thread}) is inline, engine.threads
