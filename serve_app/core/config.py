@@ -84,6 +84,21 @@ class EngineConfig(_Strict):
     export_engine_metrics: bool = Field(
         True, description="Export vLLM's metrics through Ray's metrics agent (inside Ray)."
     )
+    engine_metrics_flush_s: float = Field(
+        1.0,
+        ge=0,
+        description="With export_engine_metrics: vLLM's metrics are kept in plain Python per "
+        "engine step and sent to Ray's metrics API every this many seconds (same series, "
+        "exact values; see docs/operations.md). 0: vLLM's RayPrometheusStatLogger, which "
+        "makes dozens of Ray metric calls per engine step on the replica's event loop.",
+    )
+    engine_metrics_token_sample: int = Field(
+        0,
+        ge=0,
+        description="With engine_metrics_flush_s > 0: at most this many of the per-token "
+        "inter-token latencies go to Ray per flush, evenly spaced (the histogram's quantiles "
+        "hold; its _count and _sum become the sample's). 0: all of them (exact).",
+    )
     startup_timeout_s: float = Field(
         900, gt=0, description="Seconds the engine may take to start before the replica fails."
     )

@@ -129,12 +129,23 @@ class VLLMEngine:
         )
 
     def _stat_loggers(self) -> list[Any]:
-        """Inside Ray, vLLM's own metrics go to Ray's exporter, tagged with the replica; the
+        """Inside Ray, vLLM's own metrics go to Ray's exporter, tagged with the replica
+        (buffered, ``serve_app.engine.metrics``, unless ``engine_metrics_flush_s`` is 0); the
         scheduler's running/waiting counts are kept for the autoscaler."""
         import ray
 
         loggers: list[Any] = [self._scheduler_stats]
-        if self.config.export_engine_metrics and ray.is_initialized():
+        if not (self.config.export_engine_metrics and ray.is_initialized()):
+            return loggers
+        if self.config.engine_metrics_flush_s > 0:
+            from serve_app.engine.metrics import buffered_ray_stat_logger
+
+            flush_s, sample = (
+                self.config.engine_metrics_flush_s,
+                self.config.engine_metrics_token_sample,
+            )
+            loggers.append(buffered_ray_stat_logger(flush_s, sample))
+        else:
             from vllm.v1.metrics.ray_wrappers import RayPrometheusStatLogger
 
             loggers.append(RayPrometheusStatLogger)

@@ -1,0 +1,245 @@
+"""vLLM's engine metrics through Ray's metrics API, buffered: the same series for a fraction
+of the replica's CPU.
+
+vLLM calls its stat loggers once per engine step (~100 a second on a GPU) on the replica's
+event loop. Its ``RayPrometheusStatLogger`` turns each step into dozens of Ray metric calls
+(a few microseconds each: tag checks in Python, a tag conversion and a lock in Ray's C++
+recorder): every gauge and counter, and one histogram observation per generated token for
+the inter-token latency. A py-spy profile under load on an H100 put 11% of the replica's
+samples there (bench/results/2026-11-24-h100-cpu-profile/).
+
+``BufferedRayStatLogger`` is vLLM's logger (so the metric names, descriptions, labels and
+buckets are vLLM's own, in every vLLM version) with metric wrappers that only write plain
+Python state per step:
+
+- a gauge keeps its last value, a counter adds to a pending sum;
+- a histogram appends the observed value to a list.
+
+Every ``flush_s`` seconds (a timer on the event loop, armed by the first write after a
+flush) the buffered state goes to Ray: one ``set`` per gauge, one ``inc`` per counter with
+the sum, and every buffered histogram value observed (the first through Ray's public
+``observe``, which checks the tags, the rest straight through Ray's recorder). Nothing is
+sampled (unless ``token_sample`` is set, see ``buffered_ray_stat_logger``): counters, the
+last gauge values and the histograms' buckets, ``_count`` and ``_sum`` equal the unbuffered
+logger's once flushed; gauges lose only the values a later step overwrote within the
+interval, which Ray's exporter (one value per export, every few seconds) drops anyway.
+What is scraped lags by at most ``flush_s``; the last interval before a replica stops is
+lost. Histogram observations still cost one Ray call each at the flush (Ray's histogram
+has no weighted or batch observe): that is the floor of this exporter, and what
+``token_sample`` trades against the per-token histogram's ``_count`` and ``_sum``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from functools import partial
+from typing import Any
+
+logger = logging.getLogger("ray.serve.translator")
+
+
+class MetricBuffer:
+    """The metric wrappers written since the last flush, and when to flush them."""
+
+    def __init__(self, flush_s: float) -> None:
+        self.flush_s = flush_s
+        self._dirty: list[Any] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._last_flush = time.monotonic()
+
+    def mark(self, metric: Any) -> None:
+        """``metric`` holds values not yet sent to Ray (called once per flush interval)."""
+        self._dirty.append(metric)
+
+    def after_record(self) -> None:
+        """Arms the flush timer on the running loop; without one (a synchronous engine),
+        flushes once ``flush_s`` has passed since the last flush."""
+        if not self._dirty or self._timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            if time.monotonic() - self._last_flush >= self.flush_s:
+                self.flush()
+            return
+        self._timer = loop.call_later(self.flush_s, self.flush)
+
+    def flush(self) -> None:
+        """Sends every buffered value to Ray's metrics API."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._last_flush = time.monotonic()
+        dirty, self._dirty = self._dirty, []
+        for metric in dirty:
+            try:
+                metric.flush()
+            except Exception:  # one bad series must not stop the others or the loop
+                logger.exception("could not export an engine metric")
+
+
+class _Buffered:
+    """Buffering shared by the metric wrappers (mixed in before vLLM's Ray wrapper class):
+    labelled copies are made once per label set (vLLM asks for some on every step) and
+    start with empty buffers."""
+
+    metric: Any
+    _tags: dict[str, str]
+
+    def __init__(self, *args: Any, buffer: MetricBuffer, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._buffer = buffer
+        self._clones: dict[Any, Any] = {}
+        self._reset()
+
+    def _reset(self) -> None:
+        self._dirty = False
+
+    def _mark(self) -> None:
+        self._dirty = True
+        self._buffer.mark(self)
+
+    def labels(self, *labels: Any, **labelskwargs: Any) -> Any:
+        key = (labels, tuple(sorted(labelskwargs.items())))
+        clone = self._clones.get(key)
+        if clone is None:
+            clone = super().labels(*labels, **labelskwargs)  # type: ignore[misc]
+            clone._clones = {}
+            clone._reset()
+            self._clones[key] = clone
+        return clone
+
+    def flush(self) -> None:
+        self._dirty = False
+
+
+class _Gauge(_Buffered):
+    """A gauge that keeps the last value set until the flush."""
+
+    def _reset(self) -> None:
+        super()._reset()
+        self._value: float | None = None
+
+    def set(self, value: float) -> None:
+        self._value = value
+        if not self._dirty:
+            self._mark()
+
+    def flush(self) -> None:
+        super().flush()
+        if self._value is not None:
+            self.metric.set(self._value, tags=self._tags)
+
+
+class _Counter(_Buffered):
+    """A counter that adds up its increments until the flush."""
+
+    def _reset(self) -> None:
+        super()._reset()
+        self._pending: float = 0
+
+    def inc(self, value: float = 1.0) -> None:
+        if value == 0:
+            return
+        self._pending += value
+        if not self._dirty:
+            self._mark()
+
+    def flush(self) -> None:
+        super().flush()
+        pending, self._pending = self._pending, 0
+        if pending > 0:
+            self.metric.inc(pending, tags=self._tags)
+
+
+class _Histogram(_Buffered):
+    """A histogram that lists its observations until the flush."""
+
+    sample = 0  # at most this many values per flush (evenly spaced); 0: all
+
+    def _reset(self) -> None:
+        super()._reset()
+        self._values: list[float] = []
+
+    def observe(self, value: float) -> None:
+        self._values.append(value)
+        if not self._dirty:
+            self._mark()
+
+    def flush(self) -> None:
+        super().flush()
+        values, self._values = self._values, []
+        if 0 < self.sample < len(values):
+            values = values[:: -(-len(values) // self.sample)]
+        if values:
+            observe_all(self.metric, values, self._tags)
+
+
+def _wrappers() -> tuple[type, type, type]:
+    """The buffered gauge, counter and histogram: vLLM's Ray wrappers with the mixins."""
+    from vllm.v1.metrics import ray_wrappers as ray
+
+    return (
+        type("BufferedRayGauge", (_Gauge, ray.RayGaugeWrapper), {}),
+        type("BufferedRayCounter", (_Counter, ray.RayCounterWrapper), {}),
+        type("BufferedRayHistogram", (_Histogram, ray.RayHistogramWrapper), {}),
+    )
+
+
+def observe_all(metric: Any, values: list[float], tags: dict[str, str]) -> None:
+    """Observes ``values`` on Ray's histogram ``metric``: the first through the public API
+    (which checks the tags and the value), the rest straight through Ray's recorder, as the
+    public API would after those checks, when this Ray version has it."""
+    metric.observe(values[0], tags=tags)
+    recorder = getattr(metric, "_metric", None)
+    record = getattr(recorder, "record", None)
+    if record is None or getattr(metric, "_discard_metric", False):
+        for value in values[1:]:
+            metric.observe(value, tags=tags)
+        return
+    final_tags = {**metric._default_tags, **tags}
+    for value in values[1:]:
+        record(float(value), tags=final_tags)
+
+
+def buffered_ray_stat_logger(flush_s: float = 1.0, token_sample: int = 0) -> type:
+    """vLLM's ``RayPrometheusStatLogger`` with buffered metrics, flushed every ``flush_s``
+    seconds: an ``AggregateStatLoggerBase`` class for ``AsyncLLM(stat_loggers=...)``.
+    Being a ``PrometheusStatLogger``, it also stops vLLM adding its own in-process one.
+
+    ``token_sample`` > 0 sends at most that many of the per-token inter-token latencies
+    per flush to Ray (evenly spaced over the interval): that histogram's buckets keep their
+    proportions (its quantiles hold) but its ``_count`` and ``_sum`` are the sample's."""
+    from vllm.v1.metrics.ray_wrappers import RayPrometheusStatLogger
+
+    gauge, counter, histogram = _wrappers()
+
+    class BufferedRayStatLogger(RayPrometheusStatLogger):
+        """``RayPrometheusStatLogger`` recording into plain Python state, flushed on a
+        timer (see this module's docstring)."""
+
+        def __init__(self, vllm_config: Any, engine_indexes: list[int] | None = None) -> None:
+            self.metric_buffer = MetricBuffer(flush_s)
+            self._gauge_cls = partial(gauge, buffer=self.metric_buffer)
+            self._counter_cls = partial(counter, buffer=self.metric_buffer)
+            self._histogram_cls = partial(histogram, buffer=self.metric_buffer)
+            super().__init__(vllm_config, engine_indexes)
+            per_token = getattr(self, "histogram_inter_token_latency", {})
+            for per_engine in per_token.values():
+                per_engine.sample = token_sample
+
+        def record(self, *args: Any, **kwargs: Any) -> None:
+            super().record(*args, **kwargs)
+            self.metric_buffer.after_record()
+
+        def log_engine_initialized(self) -> None:
+            super().log_engine_initialized()
+            self.metric_buffer.flush()  # the config info gauge, before any request
+
+        def flush(self) -> None:
+            """Sends what is buffered to Ray now."""
+            self.metric_buffer.flush()
+
+    return BufferedRayStatLogger
