@@ -40,8 +40,12 @@ from typing import Any
 logger = logging.getLogger("ray.serve.translator")
 
 
-class MetricBuffer:
-    """The metric wrappers written since the last flush, and when to flush them."""
+class EngineMetricBuffer:
+    """The metric wrappers written since the last flush, and when to flush them.
+
+    Unlike the service's ``serving.metrics.MetricBuffer`` (one dictionary keyed by metric
+    and tags, for Ray Serve's metrics), each labelled vLLM metric keeps its own buffer, so
+    a step costs attribute updates, not dictionary keys built from tags."""
 
     def __init__(self, flush_s: float) -> None:
         self.flush_s = flush_s
@@ -88,7 +92,7 @@ class _Buffered:
     metric: Any
     _tags: dict[str, str]
 
-    def __init__(self, *args: Any, buffer: MetricBuffer, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, buffer: EngineMetricBuffer, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._buffer = buffer
         self._clones: dict[Any, Any] = {}
@@ -221,7 +225,7 @@ def buffered_ray_stat_logger(flush_s: float = 1.0, token_sample: int = 0) -> typ
         timer (see this module's docstring)."""
 
         def __init__(self, vllm_config: Any, engine_indexes: list[int] | None = None) -> None:
-            self.metric_buffer = MetricBuffer(flush_s)
+            self.metric_buffer = EngineMetricBuffer(flush_s)
             self._gauge_cls = partial(gauge, buffer=self.metric_buffer)
             self._counter_cls = partial(counter, buffer=self.metric_buffer)
             self._histogram_cls = partial(histogram, buffer=self.metric_buffer)
