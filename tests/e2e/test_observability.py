@@ -113,6 +113,52 @@ def test_engine_metrics_per_replica(cluster: Cluster) -> None:
     assert "ray_translator_queue_wait_seconds_bucket" in histograms
 
 
+def settled(url: str, names: tuple[str, ...], quiet_s: float = 12) -> Samples:
+    """A scrape once the earlier tests' engine work has all been exported: the totals of
+    ``names`` unchanged over longer than a buffer flush (1 s) and Ray's report period (10 s)."""
+    deadline = time.monotonic() + 90
+    last = scrape(url)
+    while True:
+        time.sleep(quiet_s)
+        now = scrape(url)
+        if all(total(now, n) == total(last, n) for n in names):
+            return now
+        assert time.monotonic() < deadline, "vLLM's metrics kept changing with no traffic"
+        last = now
+
+
+def test_engine_metrics_count_every_request_and_token(cluster: Cluster) -> None:
+    """vLLM's metrics go through the buffered exporter (serve_app/engine/metrics.py): its
+    counters and histogram counts match the engine work sent, token by token."""
+    names = (
+        "ray_vllm_generation_tokens_total",
+        "ray_vllm_e2e_request_latency_seconds_count",
+        "ray_vllm_inter_token_latency_seconds_count",
+    )
+    before = settled(cluster.metrics_url, names)
+    texts = [f"Engine metrics check number {i}" for i in range(5)]
+    answers = [
+        httpx.post(
+            f"{cluster.url}/translate",
+            json={"text": t, "source_lang": "en", "target_lang": "de", "cache": False},
+            timeout=60,
+        )
+        for t in texts
+    ]
+    assert {r.status_code for r in answers} == {200}
+    tokens = [r.json()["usage"]["output_tokens"] for r in answers]
+    # One latency per token after the first of each request (one token per engine step).
+    expected = {names[0]: sum(tokens), names[1]: len(texts), names[2]: sum(tokens) - len(texts)}
+
+    def deltas() -> dict[str, float]:
+        now = scrape(cluster.metrics_url)
+        return {n: total(now, n) - total(before, n) for n in names}
+
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: deltas() == expected)
+    assert deltas() == expected
+
+
 # Series that exist only after their event (a replica refusing work, a preemption): checked
 # against the code that declares them instead of a scrape.
 EVENT_ONLY = {
