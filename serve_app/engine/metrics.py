@@ -205,7 +205,7 @@ def observe_all(metric: Any, values: list[float], tags: dict[str, str]) -> None:
         return
     final_tags = {**metric._default_tags, **tags}
     for value in values[1:]:
-        record(float(value), tags=final_tags)
+        record(value, tags=final_tags)
 
 
 def buffered_ray_stat_logger(flush_s: float = 1.0, token_sample: int = 0) -> type:
