@@ -157,6 +157,10 @@ def test_engine_metrics_count_every_request_and_token(cluster: Cluster) -> None:
     with contextlib.suppress(AssertionError):
         wait_for(lambda: deltas() == expected)
     assert deltas() == expected
+    failures = [
+        r for r in _serve_log_records(cluster.logs) if "engine metric" in r.get("message", "")
+    ]
+    assert not failures
 
 
 # Series that exist only after their event (a replica refusing work, a preemption): checked
