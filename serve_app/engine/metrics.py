@@ -54,21 +54,22 @@ class EngineMetricBuffer:
         self._last_flush = time.monotonic()
 
     def mark(self, metric: Any) -> None:
-        """``metric`` holds values not yet sent to Ray (called once per flush interval)."""
+        """``metric`` holds values not yet sent to Ray (called once per flush interval per
+        metric): the first since the last flush arms the flush timer on the running loop."""
         self._dirty.append(metric)
+        if self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return  # no loop here: ``after_record`` or an explicit ``flush``
+            self._timer = loop.call_later(self.flush_s, self.flush)
 
     def after_record(self) -> None:
-        """Arms the flush timer on the running loop; without one (a synchronous engine),
-        flushes once ``flush_s`` has passed since the last flush."""
-        if not self._dirty or self._timer is not None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            if time.monotonic() - self._last_flush >= self.flush_s:
-                self.flush()
-            return
-        self._timer = loop.call_later(self.flush_s, self.flush)
+        """Without a running loop (a synchronous engine), flushes once ``flush_s`` has passed
+        since the last flush."""
+        due = time.monotonic() - self._last_flush >= self.flush_s
+        if self._dirty and self._timer is None and due:
+            self.flush()
 
     def flush(self) -> None:
         """Sends every buffered value to Ray's metrics API."""

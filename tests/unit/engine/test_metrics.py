@@ -208,6 +208,18 @@ async def test_a_timer_on_the_loop_flushes_after_the_interval(
     assert any(k[0] == "vllm_inter_token_latency_seconds" for k in ray.values)
 
 
+async def test_writes_outside_record_are_flushed_too(
+    monkeypatch: pytest.MonkeyPatch, config: Any
+) -> None:
+    ray = fake_ray(monkeypatch)
+    stat_logger = buffered_ray_stat_logger(flush_s=0.05)(config, [0])
+    stat_logger.record_sleep_state(1, 1)  # an engine put to sleep records no more steps
+    async with asyncio.timeout(5):
+        while not ray.calls:
+            await asyncio.sleep(0.01)
+    assert any(name == "vllm_engine_sleep_state" for name, _ in ray.values)
+
+
 def test_without_a_loop_it_flushes_on_a_record_after_the_interval(
     monkeypatch: pytest.MonkeyPatch, config: Any, steps: list[tuple[Any, Any]]
 ) -> None:
