@@ -27,6 +27,11 @@ What is scraped lags by at most ``flush_s``; the last interval before a replica 
 lost. Histogram observations still cost one Ray call each at the flush (Ray's histogram
 has no weighted or batch observe): that is the floor of this exporter, and what
 ``token_sample`` trades against the per-token histogram's ``_count`` and ``_sum``.
+
+It relies only on what vLLM 0.26 (the GPU machine's) and 0.32 share: the stat logger API,
+``RayPrometheusStatLogger`` building its metrics through ``self._gauge_cls``,
+``_counter_cls`` and ``_histogram_cls``, and the Ray wrappers' ``labels``/``set``/``inc``/
+``observe`` with ``metric`` and ``_tags``.
 """
 
 from __future__ import annotations
