@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 
 from serve_app.core.config import EngineConfig
@@ -198,6 +199,7 @@ class RecordingMetrics:
         self.rejections: list[str] = []
         self.loads: list[int] = []
         self.cache_lookups: list[bool] = []
+        self.markup: Counter[str] = Counter()
 
     def request(self, endpoint: str, status: int, pair: tuple[str, str], seconds: float) -> None:
         assert seconds >= 0
@@ -225,3 +227,6 @@ class RecordingMetrics:
 
     def cache(self, hit: bool) -> None:
         self.cache_lookups.append(hit)
+
+    def markup_segments(self, method: str, count: int) -> None:
+        self.markup[method] += count

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from serve_app.core.documents_config import DocumentsConfig
+from serve_app.core.markup_config import MarkupConfig
 from serve_app.core.store_config import StoreConfig
 
 if TYPE_CHECKING:
@@ -308,6 +309,11 @@ class AppConfig(_Strict):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     compat: CompatConfig = Field(default_factory=CompatConfig)
+    markup: MarkupConfig = Field(
+        default_factory=MarkupConfig,
+        description="How segments with tags are translated: placeholders or structurally "
+        "(docs/markup.md).",
+    )
     security: SecurityConfig = Field(default_factory=SecurityConfig)
     store: StoreConfig | None = Field(
         default_factory=StoreConfig,

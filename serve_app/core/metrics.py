@@ -6,9 +6,11 @@ replica it is ``serving/metrics.py``'s Ray Serve implementation, elsewhere ``NoM
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Literal, Protocol
 
 Pair = tuple[str, str]
+# How a segment with tags was translated (``markupflow``): the values of the metric's label.
+MarkupMethod = Literal["placeholders_kept", "placeholders_fell_back", "structural_first"]
 
 
 class ServiceMetrics(Protocol):
@@ -31,6 +33,8 @@ class ServiceMetrics(Protocol):
     def load(self, in_flight: int) -> None: ...
 
     def cache(self, hit: bool) -> None: ...
+
+    def markup_segments(self, method: MarkupMethod, count: int) -> None: ...
 
 
 class NoMetrics:
@@ -60,4 +64,7 @@ class NoMetrics:
         pass
 
     def cache(self, hit: bool) -> None:
+        pass
+
+    def markup_segments(self, method: MarkupMethod, count: int) -> None:
         pass

@@ -129,6 +129,12 @@ class MarkupInfo(BaseModel):
         "instead run by run between the original tags (every tag kept, word order across "
         "tags the source's).",
     )
+    structural_segments: int = Field(
+        0,
+        description="Segments with tags translated run by run between the original tags "
+        "at once, without a placeholder attempt: the model recently lost placeholders for "
+        "this target language (config markup.method auto), or markup.method is structural.",
+    )
 
 
 class TranslateResponse(BaseModel):

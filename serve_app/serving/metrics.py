@@ -21,7 +21,7 @@ import logging
 from collections import defaultdict
 from typing import Any
 
-from serve_app.core.metrics import Pair
+from serve_app.core.metrics import MarkupMethod, Pair
 from serve_app.store.protocol import DocumentBacklog
 
 LATENCY_BUCKETS: list[float] = [
@@ -148,6 +148,13 @@ class RayServeMetrics:
             description="Translation cache lookups by result (hit: no engine work).",
             tag_keys=("result",),
         )
+        self._markup = m.Counter(
+            "translator_markup_segments",
+            description="Segments with tags by how they were translated: placeholders_kept, "
+            "placeholders_fell_back (translated again run by run), structural_first (run by "
+            "run at once: the model recently lost tags for the target language).",
+            tag_keys=("method",),
+        )
         self._in_flight = m.Gauge(
             "translator_engine_requests_in_flight",
             description="Engine requests the replica has admitted and not finished.",
@@ -195,6 +202,9 @@ class RayServeMetrics:
 
     def cache(self, hit: bool) -> None:
         self.buffer.inc(self._cache, 1, {"result": "hit" if hit else "miss"})
+
+    def markup_segments(self, method: MarkupMethod, count: int) -> None:
+        self.buffer.inc(self._markup, count, {"method": method})
 
     async def flush_periodically(self, period_s: float = FLUSH_PERIOD_S) -> None:
         """Hands the buffered records to Ray every ``period_s`` (a task on the replica's loop)."""

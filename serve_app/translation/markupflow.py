@@ -9,8 +9,11 @@ formatted-translation prompt; if the answer does not hold every placeholder exac
 properly nested (or was cut short, or the segment is longer than one prompt takes), the
 segment falls back: its text runs between tags are translated one by one as plain text and
 put back between the original tags, which therefore cannot be lost. A segment without tags
-is translated as plain text (split into pieces when long, like any text). The response
-says how many segments fell back.
+is translated as plain text (split into pieces when long, like any text). Whether a tagged
+segment tries placeholders at all is the replica's ``FidelityTracker``'s choice
+(``markup.method``): while the model keeps losing tags for the target language, segments go
+to the structural method first, but for a periodic probe. The response says how many
+segments fell back and how many went structural first; the metrics count both.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from serve_app.core.errors import InvalidRequest
+from serve_app.core.metrics import MarkupMethod
 from serve_app.core.schemas import MarkupInfo, TextItem, TranslateResponse, Usage
 from serve_app.translation.cache import CachedTranslation
 from serve_app.translation.markup import Document, MarkupOptions, Segment, parse, protect
@@ -73,7 +78,10 @@ class SegmentOut:
     input_tokens: int = 0
     output_tokens: int = 0
     truncated: bool = False
-    fell_back: bool = False
+    method: MarkupMethod | None = None  # how a segment with tags was translated
+
+    def replace(self, method: MarkupMethod) -> SegmentOut:
+        return SegmentOut(self.text, self.input_tokens, self.output_tokens, self.truncated, method)
 
 
 @dataclass(frozen=True)
@@ -104,26 +112,42 @@ class MarkupFlow:
         outs = await gather_all(
             [self._segment(plan, s, f"{request_id}-s{i}") for i, s in enumerate(segments)]
         )
-        fell_back = sum(o.fell_back for o in outs)
+        methods = Counter(o.method for o in outs if o.method is not None)
+        for method, count in methods.items():
+            self.flow.metrics.markup_segments(method, count)
+        fell_back = methods["placeholders_fell_back"]
         if fell_back:
             logger.info("request %s: %d segments fell back to tag-safe", request_id, fell_back)
+        info = MarkupInfo(
+            segments=len(segments),
+            fallback_segments=fell_back,
+            structural_segments=methods["structural_first"],
+        )
         return DocumentOut(
             document.rebuild([o.text for o in outs]),
             sum(o.input_tokens for o in outs),
             sum(o.output_tokens for o in outs),
             any(o.truncated for o in outs),
-            MarkupInfo(segments=len(segments), fallback_segments=fell_back),
+            info,
         )
 
     async def _segment(self, plan: Plan, segment: Segment, request_id: str) -> SegmentOut:
         if not segment.tags:
-            return await self._runs(plan, segment, request_id, fell_back=False)
+            return await self._runs(plan, segment, request_id)
+        if not self.flow.fidelity.try_placeholders(plan.target.code):
+            out = await self._runs(plan, segment, request_id)
+            return out.replace("structural_first")
+        return await self._tagged(plan, segment, request_id)
+
+    async def _tagged(self, plan: Plan, segment: Segment, request_id: str) -> SegmentOut:
+        """The placeholder path, and the structural fallback when the answer loses a tag."""
         family, flow = self.flow.family, self.flow
         source = segment.source(family.placeholders)
         # Tokenizing is proportional to the segment: done off the event loop.
         job = await asyncio.to_thread(self._tagged_job, plan, source)
-        if job is None:
-            return await self._runs(plan, segment, request_id, fell_back=True)
+        if job is None:  # too long for one prompt: no attempt, nothing learned
+            out = await self._runs(plan, segment, request_id)
+            return out.replace("placeholders_fell_back")
         result = await flow.generate(job, request_id)
         timings = (result.queue_s, result.ttft_s)
         flow._record(plan, source, result.input_tokens, result.output_tokens, *timings)
@@ -131,15 +155,18 @@ class MarkupFlow:
         if result.finish_reason != "length":
             answer = family.markup_answer(family.clean(result.text, source))
             restored = segment.restore(answer, family.placeholders)
+        flow.fidelity.record(plan.target.code, kept=restored is not None)
         if restored is not None:
-            return SegmentOut(restored, result.input_tokens, result.output_tokens)
-        fallback = await self._runs(plan, segment, f"{request_id}-f", fell_back=True)
+            return SegmentOut(
+                restored, result.input_tokens, result.output_tokens, method="placeholders_kept"
+            )
+        fallback = await self._runs(plan, segment, f"{request_id}-f")
         return SegmentOut(
             fallback.text,
             result.input_tokens + fallback.input_tokens,
             result.output_tokens + fallback.output_tokens,
             fallback.truncated,
-            fell_back=True,
+            "placeholders_fell_back",
         )
 
     def _tagged_job(self, plan: Plan, source: str) -> GenerationRequest | None:
@@ -158,9 +185,7 @@ class MarkupFlow:
         split = split_text(text, flow.limits.max_input_tokens, count)
         return split, [flow._generation(plan, p.text, count) for p in split.pieces]
 
-    async def _runs(
-        self, plan: Plan, segment: Segment, request_id: str, fell_back: bool
-    ) -> SegmentOut:
+    async def _runs(self, plan: Plan, segment: Segment, request_id: str) -> SegmentOut:
         """The structural method: each text run translated as plain text on its own."""
         runs = segment.runs()
         outs = await gather_all(
@@ -171,7 +196,6 @@ class MarkupFlow:
             sum(o.input_tokens for o in outs),
             sum(o.output_tokens for o in outs),
             any(o.truncated for o in outs),
-            fell_back,
         )
 
     async def _plain(self, plan: Plan, text: str, request_id: str) -> SegmentOut:

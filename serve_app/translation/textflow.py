@@ -49,6 +49,7 @@ from serve_app.translation.detect import Candidate, LanguageDetector
 from serve_app.translation.families import PromptFamily, PromptOptions, effective_sampling
 from serve_app.translation.languages import Language, LanguageRegistry
 from serve_app.translation.markup import Document
+from serve_app.translation.markup.fidelity import FidelityTracker
 from serve_app.translation.markupflow import MarkupFlow
 from serve_app.translation.piece import PieceOutput, gather_all, unstuck
 from serve_app.translation.planning import Budget
@@ -105,6 +106,8 @@ class TextTranslator:
         self.admission = admission
         self._family_controls = special_token_escaper(family.control_strings())
         self.detector = LanguageDetector()
+        # Which method a tagged segment tries first (``markupflow``): this replica's memory.
+        self.fidelity = FidelityTracker(config.markup)
         c = config.cache
         self.cache = TranslationCache(c.max_entries, c.max_bytes) if c.enabled else None
 

@@ -148,7 +148,7 @@ async def test_native_format_and_markup_in_the_response(client: httpx.AsyncClien
     assert r.status_code == 200, r.text
     out = r.json()
     assert out["translation"] == "*HI* `code`"
-    assert out["markup"] == {"segments": 1, "fallback_segments": 0}
+    assert out["markup"] == {"segments": 1, "fallback_segments": 0, "structural_segments": 0}
     bad = await client.post("/translate", json={**body, "format": "docx"})
     assert bad.status_code == 422
     plain = await client.post("/translate", json={**body, "format": "text", "text": "Hi"})
