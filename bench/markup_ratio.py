@@ -11,7 +11,11 @@ batching shares a GPU), calibrated by default to the H100 replica's measured rat
 ~105-token texts at 25 users). Splitting a post into segments therefore buys no extra
 capacity: the ratio shows whether the markup work (parsing, placeholders, a thread per
 request, more engine requests) keeps up with the accelerator. With ``--instant`` the engine
-answers at once, and the figures are the service's own CPU cost per request.
+answers at once, and the figures are the service's own CPU cost per request. With
+``--lose-tags`` the engine drops every placeholder from its answers, as a random-weight model
+does (each tagged segment then falls back, or goes structural first once the replica's
+``markup.method: auto`` has seen it fail); ``--method`` sets ``markup.method``
+(``placeholders`` is the behaviour before the method was chosen per replica).
 """
 
 from __future__ import annotations
@@ -76,8 +80,9 @@ class PacedEngine:
     """Answers a prompt's text (after its last blank line: the chat family's layout) back,
     once its words are decoded by ``decoder`` (None: at once). Token ids are characters."""
 
-    def __init__(self, decoder: SharedDecoder | None) -> None:
+    def __init__(self, decoder: SharedDecoder | None, lose_tags: bool = False) -> None:
         self.decoder = decoder
+        self.lose_tags = lose_tags
         self.in_flight = 0
 
     async def start(self) -> None:
@@ -95,6 +100,8 @@ class PacedEngine:
 
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
         text = "".join(map(chr, request.prompt_token_ids)).rsplit("\n\n", 1)[-1]
+        if self.lose_tags:
+            text = _PLACEHOLDER.sub("", text)
         # Words only: placeholder tags are not the post's text (the workloads' token counts).
         tokens = max(1, round(1.3 * len(_PLACEHOLDER.sub(" ", text).split())))
         self.in_flight += 1
@@ -130,33 +137,46 @@ class Run:
     ok: int
     seconds: float
     fallback_segments: int
+    structural_segments: int
 
     @property
     def rps(self) -> float:
         return self.requests / self.seconds
 
 
-def _config() -> AppConfig:
+@dataclass(frozen=True)
+class Model:
+    """How the simulated model treats tags, and the service's ``markup.method``."""
+
+    lose_tags: bool = False
+    method: str = "auto"
+
+
+def _config(method: str = "auto") -> AppConfig:
     return AppConfig.model_validate(
         {
             "prompt": {"family": "chat", "sampling": {"temperature": 0}},
             "cache": {"enabled": False},  # every request does its work
             "limits": {"max_engine_requests": 10_000},
+            "markup": {"method": method},
         }
     )
 
 
-async def measure(kind: str, items: list[Item], users: int, rate: float | None) -> Run:
+async def measure(
+    kind: str, items: list[Item], users: int, rate: float | None, model: Model = Model()
+) -> Run:
     """``items`` sent by ``users`` concurrent clients (each waits for its answer)."""
     decoder = SharedDecoder(rate) if rate else None
-    service = TranslationService(_config(), PacedEngine(decoder))
+    engine = PacedEngine(decoder, model.lose_tags)
+    service = TranslationService(_config(model.method), engine)
     await service.start()
     transport = httpx.ASGITransport(app=create_app(service))
-    queue, ok, fallback = list(items), 0, 0
+    queue, ok, fallback, structural = list(items), 0, 0, 0
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
 
         async def user() -> None:
-            nonlocal ok, fallback
+            nonlocal ok, fallback, structural
             while queue:
                 item = queue.pop()
                 body = {"text": item.text, "source_lang": item.source_lang}
@@ -165,26 +185,32 @@ async def measure(kind: str, items: list[Item], users: int, rate: float | None) 
                 ok += r.status_code == 200
                 markup = r.json().get("markup") if r.status_code == 200 else None
                 fallback += markup["fallback_segments"] if markup else 0
+                structural += markup["structural_segments"] if markup else 0
 
         start = time.perf_counter()
         await asyncio.gather(*[user() for _ in range(users)])
         seconds = time.perf_counter() - start
-    return Run(kind, len(items), ok, seconds, fallback)
+    return Run(kind, len(items), ok, seconds, fallback, structural)
 
 
 async def compare(
-    n: int, users: int = 25, rate: float | None = H100_TOKENS_PER_S, rounds: int = 2
+    n: int,
+    users: int = 25,
+    rate: float | None = H100_TOKENS_PER_S,
+    rounds: int = 2,
+    model: Model = Model(),
 ) -> dict[str, object]:
     """Plain and HTML alternated ``rounds`` times; the ratio of the best RPS of each."""
     plain, html = make_workload("variable", n, seed=1), make_workload("html", n, seed=1)
     runs: list[Run] = []
     for _ in range(rounds):
-        runs.append(await measure("variable", plain, users, rate))
-        runs.append(await measure("html", html, users, rate))
+        runs.append(await measure("variable", plain, users, rate, model))
+        runs.append(await measure("html", html, users, rate, model))
     best = {k: max(r.rps for r in runs if r.workload == k) for k in ("variable", "html")}
     return {
         "users": users,
         "tokens_per_s": rate,
+        "model": model.__dict__,
         "rps": best,
         "ratio": best["html"] / best["variable"],
         "us_per_request": {k: 1e6 / v for k, v in best.items()} if rate is None else None,
@@ -199,9 +225,13 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--tokens-per-s", type=float, default=H100_TOKENS_PER_S)
     p.add_argument("--instant", action="store_true", help="no decode time: the CPU cost alone")
+    p.add_argument("--lose-tags", action="store_true", help="the engine drops placeholders")
+    p.add_argument("--method", choices=["auto", "placeholders", "structural"], default="auto")
     ns = p.parse_args()
     rate = None if ns.instant else ns.tokens_per_s
-    print(json.dumps(asyncio.run(compare(ns.requests, ns.users, rate, ns.rounds)), indent=2))
+    model = Model(ns.lose_tags, ns.method)
+    result = asyncio.run(compare(ns.requests, ns.users, rate, ns.rounds, model))
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":
