@@ -93,3 +93,15 @@ def test_a_buffer_without_its_timer_stays_bounded() -> None:
         buffer.observe(metric, i)
     assert len(buffer.observations) == 0
     assert len(metric.calls) == 10_001
+
+
+def test_markup_segments_are_counted_by_method() -> None:
+    metrics = RayServeMetrics(FAKE_RAY_METRICS)
+    metrics.markup_segments("structural_first", 3)
+    metrics.markup_segments("placeholders_kept", 1)
+    metrics.markup_segments("structural_first", 2)
+    metrics.buffer.flush()
+    assert sorted(metrics._markup.calls) == [
+        ("inc", 1, {"method": "placeholders_kept"}),
+        ("inc", 5, {"method": "structural_first"}),
+    ]
