@@ -45,11 +45,20 @@ class MarkupConfig(BaseModel):
         ge=2,
         le=10_000,
         description="While structural first, every Nth tagged segment still tries "
-        "placeholders, so the choice recovers when the model keeps them.",
+        "placeholders (a probe), so the choice recovers when the model keeps them.",
+    )
+    max_probe_every: int = Field(
+        256,
+        ge=2,
+        le=10_000,
+        description="Each probe that loses a tag doubles the probes' interval up to this; "
+        "a kept one brings it back to probe_every.",
     )
 
     @model_validator(mode="after")
-    def _fits_window(self) -> MarkupConfig:
+    def _consistent(self) -> MarkupConfig:
         if self.min_attempts > self.window:
             raise ValueError("markup.min_attempts must not exceed markup.window")
+        if self.max_probe_every < self.probe_every:
+            raise ValueError("markup.max_probe_every must not be below markup.probe_every")
         return self

@@ -134,12 +134,15 @@ class MarkupFlow:
     async def _segment(self, plan: Plan, segment: Segment, request_id: str) -> SegmentOut:
         if not segment.tags:
             return await self._runs(plan, segment, request_id)
-        if not self.flow.fidelity.try_placeholders(plan.target.code):
+        choice = self.flow.fidelity.choose(plan.target.code)
+        if choice == "structural":
             out = await self._runs(plan, segment, request_id)
             return out.replace("structural_first")
-        return await self._tagged(plan, segment, request_id)
+        return await self._tagged(plan, segment, request_id, probe=choice == "probe")
 
-    async def _tagged(self, plan: Plan, segment: Segment, request_id: str) -> SegmentOut:
+    async def _tagged(
+        self, plan: Plan, segment: Segment, request_id: str, probe: bool
+    ) -> SegmentOut:
         """The placeholder path, and the structural fallback when the answer loses a tag."""
         family, flow = self.flow.family, self.flow
         source = segment.source(family.placeholders)
@@ -155,7 +158,7 @@ class MarkupFlow:
         if result.finish_reason != "length":
             answer = family.markup_answer(family.clean(result.text, source))
             restored = segment.restore(answer, family.placeholders)
-        flow.fidelity.record(plan.target.code, kept=restored is not None)
+        flow.fidelity.record(plan.target.code, restored is not None, probe)
         if restored is not None:
             return SegmentOut(
                 restored, result.input_tokens, result.output_tokens, method="placeholders_kept"

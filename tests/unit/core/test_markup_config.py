@@ -12,13 +12,8 @@ from serve_app.core.markup_config import MarkupConfig
 def test_defaults_are_auto_with_a_window_that_can_fill() -> None:
     c = AppConfig().markup
     assert c == MarkupConfig()
-    assert (c.method, c.window, c.min_attempts, c.max_failure_rate, c.probe_every) == (
-        "auto",
-        32,
-        16,
-        0.8,
-        16,
-    )
+    assert (c.method, c.window, c.min_attempts, c.max_failure_rate) == ("auto", 32, 16, 0.8)
+    assert (c.probe_every, c.max_probe_every) == (16, 256)
 
 
 def test_every_key_is_read() -> None:
@@ -30,16 +25,12 @@ def test_every_key_is_read() -> None:
                 "min_attempts": 10,
                 "max_failure_rate": 1,
                 "probe_every": 2,
+                "max_probe_every": 2,
             }
         }
     ).markup
-    assert (c.method, c.window, c.min_attempts, c.max_failure_rate, c.probe_every) == (
-        "structural",
-        10,
-        10,
-        1,
-        2,
-    )
+    assert (c.method, c.window, c.min_attempts, c.max_failure_rate) == ("structural", 10, 10, 1)
+    assert (c.probe_every, c.max_probe_every) == (2, 2)
 
 
 @pytest.mark.parametrize(
@@ -55,6 +46,8 @@ def test_every_key_is_read() -> None:
         {"max_failure_rate": 1.5},
         {"probe_every": 1},  # every segment a probe: auto would never save anything
         {"probe_every": 0},
+        {"probe_every": 32, "max_probe_every": 16},  # the interval only grows
+        {"max_probe_every": 20_000},
         {"windw": 8},
     ],
 )

@@ -28,10 +28,12 @@ KEPT, FELL_BACK, STRUCTURAL = "placeholders_kept", "placeholders_fell_back", "st
 
 
 class Replica:
-    """A service with a small window (8 attempts, judged from 4, a probe in every 4)."""
+    """A service with a small window (8 attempts, judged from 4, a probe in every 4, then
+    in every 8 once a probe lost tags)."""
 
     def __init__(self, reply: Reply, method: str = "auto") -> None:
-        markup = {"method": method, "window": 8, "min_attempts": 4, "probe_every": 4}
+        markup = {"method": method, "window": 8, "min_attempts": 4}
+        markup |= {"probe_every": 4, "max_probe_every": 8}
         args = {"markup": markup, "cache": {"enabled": False}}
         self.engine = FakeEngine()
         self.engine.reply = reply
@@ -72,11 +74,13 @@ class Replica:
 
 async def test_a_model_losing_tags_gets_structural_first_but_for_probes() -> None:
     replica = Replica(dropping_tags)
-    methods = await replica.methods(4 + 12)
-    # 4 attempts fill what min_attempts asks; then 3 structural, 1 probe (which fails).
-    assert methods == [FELL_BACK] * 4 + [STRUCTURAL, STRUCTURAL, STRUCTURAL, FELL_BACK] * 3
-    assert len(replica.engine.requests) == 7 * (1 + 3) + 9 * 3  # against 16 * 4 without
-    assert replica.metrics.markup == Counter({FELL_BACK: 7, STRUCTURAL: 9})
+    methods = await replica.methods(4 + 4 + 8 + 8)
+    # 4 attempts fill what min_attempts asks; then 3 structural and a probe (which fails:
+    # the probes' interval doubles to its most, 8).
+    probe_in_4, probe_in_8 = [STRUCTURAL] * 3 + [FELL_BACK], [STRUCTURAL] * 7 + [FELL_BACK]
+    assert methods == [FELL_BACK] * 4 + probe_in_4 + probe_in_8 * 2
+    assert len(replica.engine.requests) == 7 * (1 + 3) + 17 * 3  # against 24 * 4 without
+    assert replica.metrics.markup == Counter({FELL_BACK: 7, STRUCTURAL: 17})
 
 
 async def test_a_model_keeping_tags_always_gets_placeholders() -> None:
