@@ -163,15 +163,26 @@ def _config(method: str = "auto") -> AppConfig:
     )
 
 
+async def service(model: Model) -> tuple[TranslationService, PacedEngine]:
+    """One service for every run of a comparison, as one stays up through a GPU journey: the
+    replica's choice of markup method carries over from run to run."""
+    engine = PacedEngine(None, model.lose_tags)
+    svc = TranslationService(_config(model.method), engine)
+    await svc.start()
+    return svc, engine
+
+
 async def measure(
-    kind: str, items: list[Item], users: int, rate: float | None, model: Model = Model()
+    target: tuple[TranslationService, PacedEngine],
+    kind: str,
+    items: list[Item],
+    users: int,
+    rate: float | None,
 ) -> Run:
     """``items`` sent by ``users`` concurrent clients (each waits for its answer)."""
-    decoder = SharedDecoder(rate) if rate else None
-    engine = PacedEngine(decoder, model.lose_tags)
-    service = TranslationService(_config(model.method), engine)
-    await service.start()
-    transport = httpx.ASGITransport(app=create_app(service))
+    svc, engine = target
+    engine.decoder = SharedDecoder(rate) if rate else None
+    transport = httpx.ASGITransport(app=create_app(svc))
     queue, ok, fallback, structural = list(items), 0, 0, 0
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
 
@@ -200,12 +211,14 @@ async def compare(
     rounds: int = 2,
     model: Model = Model(),
 ) -> dict[str, object]:
-    """Plain and HTML alternated ``rounds`` times; the ratio of the best RPS of each."""
+    """Plain and HTML alternated ``rounds`` times on one service; the ratio of the best RPS
+    of each."""
     plain, html = make_workload("variable", n, seed=1), make_workload("html", n, seed=1)
     runs: list[Run] = []
+    target = await service(model)
     for _ in range(rounds):
-        runs.append(await measure("variable", plain, users, rate, model))
-        runs.append(await measure("html", html, users, rate, model))
+        runs.append(await measure(target, "variable", plain, users, rate))
+        runs.append(await measure(target, "html", html, users, rate))
     best = {k: max(r.rps for r in runs if r.workload == k) for k in ("variable", "html")}
     return {
         "users": users,
