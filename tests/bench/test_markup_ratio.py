@@ -3,13 +3,15 @@ with mentions and links) against the ``variable`` one through the service's own 
 users, the engine pacing decode like a shared accelerator at the H100 replica's measured rate
 (``bench/markup_ratio.py``): HTML's requests per second are at least 0.95x plain text's, every
 post took the placeholder path (the engine answers well-formed), and the service's own CPU
-cost per request is reported with an instant engine."""
+cost per request is reported with an instant engine. A model that loses every tag costs
+HTML half its RPS when each tagged segment tries placeholders first, and little once the
+replica sends them structurally first (``markup.method: auto``)."""
 
 from __future__ import annotations
 
 import asyncio
 
-from bench.markup_ratio import compare
+from bench.markup_ratio import Model, compare
 
 
 def test_html_rps_is_at_least_095x_plain() -> None:
@@ -28,3 +30,14 @@ def test_instant_engine_reports_cpu_cost_per_request() -> None:
     assert isinstance(cost, dict)
     assert set(cost) == {"variable", "html"}
     assert all(run["ok"] == run["requests"] for run in result["runs"])
+
+
+def test_a_model_losing_tags_costs_little_once_the_replica_knows() -> None:
+    result = asyncio.run(compare(500, users=25, rounds=2, model=Model(lose_tags=True)))
+    print("markup ratio, tags lost", result["rps"], result["ratio"])
+    first, last = (r for r in result["runs"] if r["workload"] == "html")
+    # The first run teaches the replica (each target language's window fills); then only
+    # the probes, backing off, still try placeholders.
+    assert first["fallback_segments"] > last["fallback_segments"]
+    assert last["fallback_segments"] < 0.05 * last["structural_segments"], last
+    assert result["ratio"] >= 0.95, result["rps"]
