@@ -13,7 +13,7 @@ tries placeholders. A probe's outcome enters the window: a model that behaves ag
 language it handles, easier content) brings the rate down and the placeholder path back.
 Each probe that loses a tag doubles N (``probe_every`` up to ``max_probe_every``), each kept
 outcome brings it back: a model that never keeps tags then wastes one generation in 256
-tagged segments, not one in 16 (on the CPU bench, 1 in 16 alone cost ~6% of HTML's RPS).
+tagged segments, not one in 16 (~6% more engine work on every tagged segment).
 Structural-first segments record nothing: they say nothing about tags.
 
 Keyed by target language: a replica serves one model with one prompt family, so the family
