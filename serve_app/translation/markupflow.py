@@ -22,7 +22,7 @@ import asyncio
 import functools
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from serve_app.core.errors import InvalidRequest
@@ -80,9 +80,6 @@ class SegmentOut:
     truncated: bool = False
     method: MarkupMethod | None = None  # how a segment with tags was translated
 
-    def replace(self, method: MarkupMethod) -> SegmentOut:
-        return SegmentOut(self.text, self.input_tokens, self.output_tokens, self.truncated, method)
-
 
 @dataclass(frozen=True)
 class DocumentOut:
@@ -137,7 +134,7 @@ class MarkupFlow:
         choice = self.flow.fidelity.choose(plan.target.code)
         if choice == "structural":
             out = await self._runs(plan, segment, request_id)
-            return out.replace("structural_first")
+            return replace(out, method="structural_first")
         return await self._tagged(plan, segment, request_id, probe=choice == "probe")
 
     async def _tagged(
@@ -150,7 +147,7 @@ class MarkupFlow:
         job = await asyncio.to_thread(self._tagged_job, plan, source)
         if job is None:  # too long for one prompt: no attempt, nothing learned
             out = await self._runs(plan, segment, request_id)
-            return out.replace("placeholders_fell_back")
+            return replace(out, method="placeholders_fell_back")
         result = await flow.generate(job, request_id)
         timings = (result.queue_s, result.ttft_s)
         flow._record(plan, source, result.input_tokens, result.output_tokens, *timings)
