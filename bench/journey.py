@@ -41,6 +41,7 @@ from bench.systems import (
     describe,
     engine_memory,
     started,
+    system_of,
 )
 from bench.targets import Target
 from bench.workloads import Item, make_workload, tokenizer_counter
@@ -91,7 +92,7 @@ async def measure(
             phase(f"{name} {workload}")
             result = await run(target, items, concurrency=concurrency)
             phase("")
-            results.append({**result, "workload": workload, "label": LABELS[name]})
+            results.append({**result, "workload": workload, "label": LABELS[system_of(name)]})
             print(
                 f"  {name:18s} {workload:8s} {result['rps']:8.2f} RPS  p95 {result['p95_s']}s  "
                 f"ok {result['ok']}/{result['requests']}",

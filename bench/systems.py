@@ -292,20 +292,29 @@ def _ray_serve_llm(ctx: BenchContext, port: int) -> tuple[list[str], dict[str, s
     return cmd, env
 
 
-def _start_process(ctx: BenchContext, name: str, port: int) -> tuple[Process, str, str]:
+def system_of(label: str) -> str:
+    """The system a label starts: ``vllm_serve@2`` is a second ``vllm_serve``, for a control
+    run of one system against itself (what start order alone does to a head-to-head)."""
+    return label.partition("@")[0]
+
+
+def _start_process(ctx: BenchContext, label: str, port: int) -> tuple[Process, str, str]:
     """Starts a server system; returns it, its readiness URL and its API kind."""
     url = f"http://127.0.0.1:{port}"
+    name = system_of(label)
+    if name in {"ray_serve", "ray_serve_llm"} and label != name:
+        raise ValueError(f"{label}: one Ray cluster per machine; only other systems take @K")
     if name in {"mp_queue_1", "mp_queue_2", "static_batch", "asyncllm_fastapi"}:
         engine = {"mp_queue_1": "queue", "mp_queue_2": "queue", "static_batch": "static"}
         workers = 2 if name == "mp_queue_2" else 1
         cmd = _baseline_cmd(ctx, engine.get(name, "asyncllm"), port, workers)
-        return spawn(ctx, name, cmd), f"{url}/readyz", "native"
+        return spawn(ctx, label, cmd), f"{url}/readyz", "native"
     if name == "ray_serve":
         process = spawn(ctx, name, *_ray_serve_cmd(ctx, port))
         process.ray = True
         return process, f"{url}/readyz", "native"
     if name == "vllm_serve":
-        return spawn(ctx, name, _vllm_serve_cmd(ctx, port)), f"{url}/health", "openai"
+        return spawn(ctx, label, _vllm_serve_cmd(ctx, port)), f"{url}/health", "openai"
     if name == "ray_serve_llm":
         cmd, env = _ray_serve_llm(ctx, port)
         process = spawn(ctx, name, cmd, env)
@@ -329,8 +338,8 @@ async def probe(target: Target, process: Process, item: Item, timeout_s: float) 
 
 @asynccontextmanager
 async def started(ctx: BenchContext, name: str, items: list[Item]) -> AsyncIterator[Target]:
-    """The system ``name``, ready to take requests, stopped on exit."""
-    if name == "raw_engine":
+    """The system ``name`` (a label: ``system_of``), ready to take requests, stopped on exit."""
+    if system_of(name) == "raw_engine":
         engine = EngineTarget(name, ctx.config)
         try:
             await engine.start(items)

@@ -2,10 +2,11 @@
 # One part of the GPU head-to-head, for one device call (<= 10 min): this project and
 # `vllm serve` up at once, alternated A B / B A / A B ... on fresh variable texts at 25 users.
 #   bench/gpu/headtohead.sh ORDER OUT [ROUNDS] [REQUESTS] [EXTRA journey flags...]
-# ORDER: ours (this project first) or vllm (`vllm serve` first); --stream for the TTFT run.
+# ORDER: ours (this project first), vllm (`vllm serve` first), or control (two `vllm serve`
+# up at once: what start order alone does to the ratio); --stream for the TTFT run.
 # Runs through bench/gpu/run.sh (bundles unpacked, $BENCH_MODEL built).
 set -euo pipefail
-order=${1:?usage: headtohead.sh ours|vllm OUT [ROUNDS] [REQUESTS] [flags...]}
+order=${1:?usage: headtohead.sh ours|vllm|control OUT [ROUNDS] [REQUESTS] [flags...]}
 out=${2:?}
 rounds=${3:-3}
 requests=${4:-1000}
@@ -13,7 +14,8 @@ shift $(($# < 4 ? $# : 4))
 case $order in
   ours) pair=ray_serve,vllm_serve ;;
   vllm) pair=vllm_serve,ray_serve ;;
-  *) echo "ORDER is ours or vllm" >&2; exit 2 ;;
+  control) pair=vllm_serve,vllm_serve@2 ;;
+  *) echo "ORDER is ours, vllm or control" >&2; exit 2 ;;
 esac
 here=$(cd "$(dirname "$0")" && pwd)
 exec "$here/run.sh" bash -c 'python3 -m bench.journey --model "$BENCH_MODEL" --load-format dummy \

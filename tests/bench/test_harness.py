@@ -168,3 +168,26 @@ def test_workload_rounds_alternate_html_and_plain_on_one_system(
     assert 0 < ratio["rps_ratio_min"] <= ratio["rps_ratio_median"] <= ratio["rps_ratio_max"]
     assert "html/variable" in (out / "journey.md").read_text()
     assert (out / "workload_head_to_head.png").stat().st_size > 10_000
+
+
+def test_a_system_against_itself(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """The control run: two ``vllm_serve`` up at once (``vllm_serve@2``), alternated like a
+    head-to-head, each with its own process and log; ``ray_serve@2`` is refused (one Ray
+    cluster per machine)."""
+    from bench.journey import head_to_head
+
+    serve_config = ROOT / "serve_config.cpu.yaml"
+    config = bench_app_config(serve_config, str(tiny_model_dir), json.loads(SMALL_ENGINE))
+    ctx = BenchContext(config, serve_config, tmp_path, env=ENV)
+    count = tokenizer_counter(str(tiny_model_dir))
+    rounds = [make_workload("variable", 6, seed=10 + r, count_tokens=count) for r in range(2)]
+    warmup = make_workload("variable", 2, seed=9, count_tokens=count)
+    names = ["vllm_serve", "vllm_serve@2"]
+    h2h = asyncio.run(head_to_head(ctx, names, rounds, 3, warmup))
+    assert [sorted(r) for r in h2h["rounds"]] == [sorted(names)] * 2
+    assert all(r[n]["ok"] == 6 for r in h2h["rounds"] for n in names), h2h["rounds"]
+    assert list(h2h["ratios"]) == ["vllm_serve/vllm_serve@2"]
+    assert (tmp_path / "vllm_serve.log").exists()
+    assert (tmp_path / "vllm_serve@2.log").exists()
+    with pytest.raises(ValueError, match="one Ray cluster"):
+        asyncio.run(head_to_head(ctx, ["ray_serve@2"], rounds[:1], 3, []))
