@@ -211,6 +211,8 @@ def _brief(result: dict[str, Any]) -> dict[str, Any]:
         "output_tokens_per_s",
         "ttft_p50_s",
         "ttft_p95_s",
+        "ttft_visible_p50_s",
+        "ttft_visible_p95_s",
         "first_event_p50_s",
     )
     return {k: result.get(k) for k in keys}
@@ -229,7 +231,7 @@ def _ratios(per_round: list[dict[str, Any]], names: list[str]) -> dict[str, Any]
             "p95_ratio_min": round(min(p95), 3) if p95 else None,
             "p95_ratio_max": round(max(p95), 3) if p95 else None,
         }
-        for key in ("ttft_p50_s", "ttft_p95_s"):
+        for key in ("ttft_p50_s", "ttft_p95_s", "ttft_visible_p50_s", "ttft_visible_p95_s"):
             ttft = [r[first][key] / r[other][key] for r in per_round if r[other].get(key)]
             if ttft:
                 ratio = round(statistics.median(ttft), 3)
@@ -291,6 +293,10 @@ def _alternated(h2h: dict[str, Any], heading: str, png: Path, title: str) -> lis
             f"(min {ratio['rps_ratio_min']}, max {ratio['rps_ratio_max']}); "
             f"p95 ratio median {ratio['p95_ratio_median']}"
         ]
+        ttft = [k for k in ratio if k.startswith("ttft")]
+        if ttft:  # streamed: time to the first text, and to the first visible text
+            named = (f"{k.removesuffix('_ratio_median')} {ratio[k]}" for k in ttft)
+            lines[-1] += "; " + ", ".join(named)
     return lines
 
 

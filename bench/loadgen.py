@@ -119,6 +119,7 @@ def summarize(samples: Sequence[Sample], wall_s: float) -> dict[str, Any]:
     ok = [s for s in samples if s.ok]
     lat = [s.latency_s for s in ok]
     ttfts = [s.ttft_s for s in ok if s.ttft_s is not None]
+    visible = [s.ttft_visible_s for s in ok if s.ttft_visible_s is not None]
     firsts = [s.first_event_s for s in ok if s.first_event_s is not None]
     statuses = Counter("no_answer" if s.status is None else str(s.status) for s in samples)
 
@@ -138,6 +139,8 @@ def summarize(samples: Sequence[Sample], wall_s: float) -> dict[str, Any]:
         # Streamed requests only (--stream); otherwise the whole translation is one answer.
         "ttft_p50_s": r(percentile(ttfts, 50)),
         "ttft_p95_s": r(percentile(ttfts, 95)),
+        "ttft_visible_p50_s": r(percentile(visible, 50)),
+        "ttft_visible_p95_s": r(percentile(visible, 95)),
         "first_event_p50_s": r(percentile(firsts, 50)),
         "input_tokens": sum(s.input_tokens for s in ok),
         "output_tokens": sum(s.output_tokens for s in ok),

@@ -37,7 +37,11 @@ class Sample:
     input_tokens: int = 0
     output_tokens: int = 0
     attempts: int = 1
-    ttft_s: float | None = None  # streamed requests only
+    ttft_s: float | None = None  # streamed requests only: the first text, even a space
+    # The first text that shows (not only whitespace): what a reader waits for. Random
+    # weights often open with newlines or spaces, which `vllm serve` streams as they come
+    # and this project's output hygiene strips, so the two times can differ by many tokens.
+    ttft_visible_s: float | None = None
     # Streamed requests: time to the first event of any kind (this project's ``start``,
     # sent before the engine is asked; `vllm serve`'s role chunk, sent with the first token).
     first_event_s: float | None = None
@@ -99,19 +103,22 @@ class _HttpTarget:
             n_in,
             n_out,
             ttft_s=events.ttft,
+            ttft_visible_s=events.visible,
             first_event_s=events.first,
         )
 
 
 class _EventReader:
-    """What a stream told: time to its first text, its usage, whether it ended in an error."""
+    """What a stream told: time to its first text (and first visible text), its usage,
+    whether it ended in an error."""
 
     def __init__(
-        self, has_text: Callable[[str, dict[str, Any]], bool], usage_keys: tuple[str, str]
+        self, text_of: Callable[[str, dict[str, Any]], str], usage_keys: tuple[str, str]
     ) -> None:
-        self.has_text = has_text
+        self.text_of = text_of
         self.usage_keys = usage_keys
         self.ttft: float | None = None
+        self.visible: float | None = None
         self.first: float | None = None
         self.usage = (0, 0)
         self.failed = False
@@ -121,20 +128,22 @@ class _EventReader:
             self.failed = True
         if self.first is None:
             self.first = elapsed_s
-        if self.ttft is None and self.has_text(name, data):
-            self.ttft = elapsed_s
+        if self.visible is None and (text := self.text_of(name, data)):
+            self.ttft = elapsed_s if self.ttft is None else self.ttft
+            if not text.isspace():
+                self.visible = elapsed_s
         usage = data.get("usage")
         if usage:
             n_in, n_out = (int(usage.get(k, 0)) for k in self.usage_keys)
             self.usage = (n_in, n_out)
 
 
-def _native_text(name: str, data: dict[str, Any]) -> bool:
-    return name == "delta" and bool(data.get("text"))
+def _native_text(name: str, data: dict[str, Any]) -> str:
+    return str(data.get("text") or "") if name == "delta" else ""
 
 
-def _openai_text(name: str, data: dict[str, Any]) -> bool:
-    return any(c.get("delta", {}).get("content") for c in data.get("choices") or [])
+def _openai_text(name: str, data: dict[str, Any]) -> str:
+    return "".join(c.get("delta", {}).get("content") or "" for c in data.get("choices") or [])
 
 
 class NativeTarget(_HttpTarget):

@@ -142,6 +142,7 @@ def test_streaming_from_vllm_serve_measures_ttft(tiny_model_dir: Path, tmp_path:
     result = asyncio.run(stream_all())
     assert (result["requests"], result["ok"]) == (8, 8), result["errors_by_status"]
     assert 0 < result["ttft_p50_s"] <= result["ttft_p95_s"] <= result["p95_s"]
+    assert result["ttft_p50_s"] <= result["ttft_visible_p50_s"] <= result["ttft_visible_p95_s"]
     assert result["output_tokens"] == sum(i.output_tokens for i in items)
 
 

@@ -267,6 +267,24 @@ async def test_streaming_openai_target_measures_ttft() -> None:
     assert summarize([sample], 1.0)["ttft_p50_s"] == round(sample.ttft_s, 4)
 
 
+def test_time_to_first_visible_text_skips_whitespace_deltas() -> None:
+    """`vllm serve` streams a model's opening newlines; this project strips them. The first
+    text is timed as it comes (``ttft``), the first text that shows apart (``visible``)."""
+    from bench.targets import _EventReader, _native_text, _openai_text
+
+    peer = _EventReader(_openai_text, ("prompt_tokens", "completion_tokens"))
+    for t, content in enumerate([None, "\n", " \n", "Hal", "lo"]):
+        delta = {"role": "assistant"} if content is None else {"content": content}
+        peer.read("message", {"choices": [{"delta": delta}]}, float(t))
+    assert (peer.first, peer.ttft, peer.visible) == (0.0, 1.0, 3.0)
+    ours = _EventReader(_native_text, ("input_tokens", "output_tokens"))
+    for t, (name, data) in enumerate([("start", {}), ("delta", {"text": "Hal"})]):
+        ours.read(name, data, float(t))
+    assert (ours.first, ours.ttft, ours.visible) == (0.0, 1.0, 1.0)
+    samples = [Sample(0, 5.0, 200, ttft_s=1.0, ttft_visible_s=3.0)]
+    assert summarize(samples, 5.0)["ttft_visible_p50_s"] == 3.0
+
+
 def _sleeper(tmp_path: Path, log: str, ray: bool = False) -> Process:
     """A stand-in server process (it only sleeps) with the log it would have written."""
     path = tmp_path / "server.log"
