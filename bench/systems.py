@@ -76,6 +76,8 @@ class BenchContext:
     probe_timeout_s: float = 180
     ray_serve_llm_pythonpath: str | None = None  # e.g. Ray 2.58 on the GPU machine
     stream: bool = False  # stream every request (TTFT); the journey's runs do not
+    # `ray_serve` autoscaled by this config (bench.ramp) instead of a fixed `replicas`.
+    autoscaling: dict[str, Any] | None = None
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
     def config_json(self) -> Path:
@@ -219,8 +221,11 @@ def _baseline_cmd(ctx: BenchContext, engine: str, port: int, workers: int = 1) -
 def _ray_serve_cmd(ctx: BenchContext, port: int) -> tuple[list[str], dict[str, str]]:
     base = load_serve_config(ctx.serve_config)["applications"][0]["deployments"][0]
     n = ctx.replicas
-    if "autoscaling_config" in base:
-        deployment: dict[str, Any] = {
+    deployment: dict[str, Any]
+    if ctx.autoscaling is not None:
+        deployment = {"autoscaling_config": ctx.autoscaling}
+    elif "autoscaling_config" in base:
+        deployment = {
             "autoscaling_config": {"min_replicas": n, "initial_replicas": n, "max_replicas": n}
         }
     else:
@@ -232,6 +237,8 @@ def _ray_serve_cmd(ctx: BenchContext, port: int) -> tuple[list[str], dict[str, s
         args=ctx.config.model_dump(mode="json"),
         deployment=deployment,
     )
+    if ctx.autoscaling is not None:  # Ray Serve refuses both
+        config["applications"][0]["deployments"][0].pop("num_replicas", None)
     path = ctx.workdir / "serve_config.bench.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     # The console script `serve` may be absent (the GPU bundles carry none): call its module.

@@ -1,0 +1,115 @@
+"""What the autoscaling ramp asks the running service once a second, besides the load.
+
+- Replicas: Ray Serve's own count of the deployment's RUNNING replicas, from the dashboard's
+  REST API (``/api/serve/applications/``, what ``serve status`` shows; as
+  tests/e2e/test_autoscaling.py reads it). The dashboard's address is the one ``serve run``
+  logged when it started its local Ray.
+- Engine queues: Ray's Prometheus endpoint on the node (its port from the Ray session's
+  ``metrics_export_port_*`` file), summed over replicas: vLLM's waiting and running requests
+  (``ray_vllm_num_requests_waiting``/``_running``) and the engine requests the replicas
+  admitted (``ray_translator_engine_requests_in_flight``, serve_app/serving/metrics.py).
+
+A source that does not answer in time leaves its fields None for that second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.ramp_timeline import Probe
+
+WAITING = "ray_vllm_num_requests_waiting"
+RUNNING = "ray_vllm_num_requests_running"
+IN_FLIGHT = "ray_translator_engine_requests_in_flight"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_DASHBOARD = re.compile(r"View the dashboard at (\S+)")
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+DEFAULT_DASHBOARD = "http://127.0.0.1:8265"
+
+
+def dashboard_url(log: str) -> str:
+    """The dashboard address ``serve run`` logged for the Ray it started (its default else)."""
+    found = _DASHBOARD.findall(_ANSI.sub("", log))
+    if not found:
+        return DEFAULT_DASHBOARD
+    url = found[-1]
+    return url if "://" in url else f"http://{url}"
+
+
+def metrics_urls(session: Path | None = None) -> list[str]:
+    """Ray's Prometheus endpoints of the current session's node(s)."""
+    root = Path(os.environ.get("RAY_TMPDIR") or "/tmp") / "ray"
+    folder = session or root / "session_latest"
+    ports = [p.read_text().strip() for p in sorted(folder.glob("metrics_export_port_*"))]
+    return [f"http://127.0.0.1:{port}/metrics" for port in ports if port.isdigit()]
+
+
+def metric_sums(text: str, names: tuple[str, ...]) -> dict[str, float]:
+    """Each of ``names`` summed over its series in a Prometheus text page (absent: not in)."""
+    sums: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if m and m.group(1) in names:
+            sums[m.group(1)] = sums.get(m.group(1), 0.0) + float(m.group(3))
+    return sums
+
+
+def _auth_headers() -> dict[str, str]:
+    token = Path.home() / ".ray" / "auth_token"
+    return {"Authorization": f"Bearer {token.read_text().strip()}"} if token.exists() else {}
+
+
+async def running_replicas(
+    client: httpx.AsyncClient, dashboard: str, app: str = "translator", name: str = "Translator"
+) -> int | None:
+    """RUNNING replicas of the deployment by Ray Serve's REST API; None if it did not say."""
+    try:
+        r = await client.get(f"{dashboard}/api/serve/applications/", headers=_auth_headers())
+        r.raise_for_status()
+        deployment = r.json()["applications"][app]["deployments"][name]
+    except (httpx.HTTPError, KeyError, ValueError):
+        return None
+    return sum(1 for replica in deployment["replicas"] if replica["state"] == "RUNNING")
+
+
+async def engine_sums(client: httpx.AsyncClient, urls: list[str]) -> dict[str, float] | None:
+    """The engine gauges summed over every endpoint; None if none answered."""
+    sums: dict[str, float] = {}
+    answered = False
+    for url in urls:
+        try:
+            text = (await client.get(url)).text
+        except httpx.HTTPError:
+            continue
+        answered = True
+        for name, value in metric_sums(text, (WAITING, RUNNING, IN_FLIGHT)).items():
+            sums[name] = sums.get(name, 0.0) + value
+    return sums if answered else None
+
+
+async def probe_once(
+    client: httpx.AsyncClient, dashboard: str, urls: list[str], t_s: float
+) -> Probe:
+    replicas, sums = await asyncio.gather(
+        running_replicas(client, dashboard), engine_sums(client, urls)
+    )
+    sums = sums or {}
+    return Probe(t_s, replicas, sums.get(WAITING), sums.get(RUNNING), sums.get(IN_FLIGHT))
+
+
+async def record(
+    dashboard: str, urls: list[str], start: float, out: list[Probe], period_s: float = 1.0
+) -> None:
+    """Probes every ``period_s`` into ``out`` until cancelled (times since ``start``,
+    a ``time.monotonic()``); a slow answer delays the next probe, never overlaps it."""
+    async with httpx.AsyncClient(timeout=3 * period_s) as client:
+        while True:
+            began = time.monotonic()
+            out.append(await probe_once(client, dashboard, urls, began - start))
+            await asyncio.sleep(max(0.0, period_s - (time.monotonic() - began)))
