@@ -48,7 +48,8 @@ def test_default_profile_climbs_holds_and_returns_in_350_s() -> None:
     stages = profile(ns)
     assert [s.users for s in stages] == [5, 20, 35, 50, 60, 45, 30, 15, 5]
     assert duration(stages) == 350
-    assert [p[0] for p in phases(stages)] == ["start 5", "up 5->60", "hold 60", "down 60->5", "end 5"]
+    names = ["start 5", "up 5->60", "hold 60", "down 60->5", "end 5"]
+    assert [p[0] for p in phases(stages)] == names
     assert phases(stages)[2] == ("hold 60", 80.0, 200.0)
     assert users_at(stages, 0) == 5
     assert users_at(stages, 79.9) == 50
@@ -240,17 +241,19 @@ def test_fresh_bodies_never_repeat() -> None:
 
 
 async def test_users_follow_the_profile_and_retry_503s() -> None:
-    seen: list[int] = []
+    seen: set[str] = set()
     busy = {"n": 0, "max": 0}
 
     async def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(len(seen))
         busy["n"] += 1
         busy["max"] = max(busy["max"], busy["n"])
         await asyncio.sleep(0.02)
         busy["n"] -= 1
-        if len(seen) % 5 == 0:  # every 5th attempt: overloaded, come back later
+        text = json.loads(request.content)["text"]
+        if text not in seen and len(seen) % 5 == 0:  # every 5th text's first attempt: busy
+            seen.add(text)
             return httpx.Response(503, headers={"retry-after": "0"})
+        seen.add(text)
         return httpx.Response(200, json={"text": "x"}, headers={"x-replica": "r1"})
 
     stages = build_profile([1, 4, 1], [0.2, 0.3, 0.2], step_users=3, step_s=0.1)
