@@ -11,7 +11,7 @@ callers on an event loop run them in a thread.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from serve_app.translation.markup import protect
 from serve_app.translation.markup.segment import (
@@ -78,6 +78,8 @@ class Builder:
         self.escape = escape
         self.parts: list[str | Segment] = []
         self.pending: list[Unit | PendingTag] = []
+        # Above zero while reading words translated only with their sentence (hashtags).
+        self.sentence_only = 0
 
     def verbatim(self, raw: str) -> None:
         self.flush()
@@ -86,11 +88,13 @@ class Builder:
 
     def text(self, text: str, raw: str | None = None) -> None:
         """Text of the source; variables and URLs in it are protected."""
+        only = self.sentence_only > 0
         if raw is not None and raw != text:
-            self.pending.append(Text(text, raw))
+            self.pending.append(Text(text, raw, only))
             return
         for protected, piece in protect.split(text):
-            self.pending.append(PendingTag("void", piece) if protected else Text(piece, piece))
+            unit = PendingTag("void", piece) if protected else Text(piece, piece, only)
+            self.pending.append(unit)
 
     def tag(self, kind: TagKind, raw: str, key: object = None) -> None:
         self.pending.append(PendingTag(kind, raw, key))
@@ -99,7 +103,9 @@ class Builder:
         """Ends the current segment (a block boundary)."""
         units = number_tags(self.pending)
         self.pending = []
-        if not any(isinstance(u, Text) and has_words(u.text) for u in units):
+        if not any(
+            isinstance(u, Text) and not u.sentence_only and has_words(u.text) for u in units
+        ):
             raw = "".join(u.raw for u in units)
             self._append(raw.replace("\n", "\n" + line_prefix) if line_prefix else raw)
             return
@@ -109,13 +115,17 @@ class Builder:
         if isinstance(first, Text) and first.text == first.raw:
             core = first.text.lstrip()
             lead = first.text[: len(first.text) - len(core)]
-            units = (Text(core, core), *units[1:]) if core else units[1:]
+            units = (replace(first, text=core, raw=core), *units[1:]) if core else units[1:]
             stop = len(units)
             last = units[-1]
         if isinstance(last, Text) and last.text == last.raw:
             core = last.text.rstrip()
             trail = last.text[len(core) :]
-            units = (*units[: stop - 1], Text(core, core)) if core else units[: stop - 1]
+            units = (
+                (*units[: stop - 1], replace(last, text=core, raw=core))
+                if core
+                else units[: stop - 1]
+            )
         self._append(lead)
         self.parts.append(Segment(tuple(units[start:]), self.escape, line_prefix))
         self._append(trail)

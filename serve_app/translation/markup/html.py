@@ -5,7 +5,9 @@ finds, or ``splitting_tags``) end a segment: their tags are copied and their tex
 translated on its own. Inline elements become placeholder pairs, void ones (``<br>``,
 ``<img>``) single placeholders. Not translated, copied as they are: ``translate="no"`` and
 ``class="notranslate"`` subtrees, ``ignore_tags``, and in HTML ``script``, ``style``,
-``code``, ``pre`` and friends; comments and declarations. Text is shown to the model with
+``code``, ``pre`` and friends; comments and declarations; links whose text is their address
+(``is_address``: Mastodon's links to URLs, mentions). A hashtag's name is translated with its
+sentence, never on its own (``Text.sentence_only``). Text is shown to the model with
 its entities decoded and written back escaped, each character the source spelled as an
 entity spelled that way again.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from serve_app.translation.markup import atoms
 from serve_app.translation.markup.document import Builder, Document, MarkupOptions, register
 from serve_app.translation.markup.htmltree import Element, Node, parse_tree
 
@@ -84,8 +87,11 @@ class _Walker:
             b.tag("void", el.raw())
         else:
             key = object()
+            hashtag = not self.xml and el.name == "a" and is_hashtag(el)
             b.tag("open", el.start, key)
+            b.sentence_only += hashtag
             self.children(el, depth)
+            b.sentence_only -= hashtag
             b.tag("close", el.end, key)
 
     def _splits(self, el: Element, parent_has_text: bool) -> bool:
@@ -107,15 +113,37 @@ class _Walker:
             return True
         if "notranslate" in (el.attrs.get("class") or "").split():
             return True
-        return not self.xml and el.name == "a" and _is_address(el)
+        return not self.xml and el.name == "a" and is_address(el)
 
 
-def _is_address(link: Element) -> bool:
-    """A link whose text is a URL, a @mention or a #hashtag: an address, not words."""
-    text = "".join(
+def _link_text(link: Element) -> str:
+    """A link's text with every span joined (Mastodon hides ``https://`` and a long URL's
+    tail in ``invisible`` spans: together they are the address)."""
+    return "".join(
         n.text for el in link.elements() for n in el.children if isinstance(n, Node)
     ).strip()
-    return text.startswith(("#", "@", "http://", "https://", "www.")) and " " not in text
+
+
+def is_hashtag(link: Element) -> bool:
+    """Mastodon's hashtag link (``class="mention hashtag"``, ``rel="tag"``), or ``#word``."""
+    classes = (link.attrs.get("class") or "").split()
+    rels = (link.attrs.get("rel") or "").split()
+    return "hashtag" in classes or "tag" in rels or _link_text(link).startswith("#")
+
+
+def is_address(link: Element) -> bool:
+    """A link whose text is an address, not words: a URL or a bare host and path
+    (``news.example/en``), part of its own ``href`` (an address shortened for display), or a
+    ``@handle``. Kept as it is: a translated "hotels.com" is a broken link (Mastodon #21859).
+    Hashtags are not addresses: they are words (Mastodon leaves them translatable)."""
+    text = _link_text(link)
+    if not text or any(c.isspace() for c in text) or is_hashtag(link):
+        return False
+    if text.startswith("@") or atoms.is_address(text):
+        return True
+    shown = atoms.without_scheme(text).rstrip("…")
+    href = atoms.without_scheme(link.attrs.get("href") or "")
+    return any(c in shown for c in "./") and shown in href
 
 
 def _void(b: Builder) -> Callable[[str], None]:

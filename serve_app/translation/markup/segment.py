@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from serve_app.translation.markup.atoms import edges, has_words
+
 TagKind = Literal["open", "close", "void"]
 Escape = Callable[[str], str]
 
@@ -31,6 +33,9 @@ class Text:
 
     text: str
     raw: str
+    # Words that are translated only with their sentence (a hashtag's name): the model sees
+    # them with their segment, but a run of nothing else is not sent on its own.
+    sentence_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,8 @@ DEFAULT_STYLE = Style()
 @dataclass(frozen=True)
 class Run:
     """A text run between tags: its units' positions and the text to translate (without
-    the whitespace around it, which is kept as it is)."""
+    the whitespace, addresses, handles and shortcodes around it, kept as they are in
+    ``lead`` and ``trail``)."""
 
     start: int
     stop: int
@@ -123,14 +129,19 @@ class Segment:
         return self._lines("".join(p.raw if isinstance(p, Tag) else self.escape(p) for p in pieces))
 
     def runs(self) -> list[Run]:
-        """The text runs that hold words (runs of spaces or punctuation stay as they are)."""
+        """The text runs that hold words (``atoms.has_words``): runs of spaces, punctuation,
+        addresses, handles or shortcodes, and a hashtag's name alone, stay as they are, and
+        so do the addresses, handles and shortcodes a run starts or ends with."""
         out = []
         for start, stop in _run_bounds(self.units):
-            text = "".join(u.text for u in self.units[start:stop] if isinstance(u, Text))
+            texts = [u for u in self.units[start:stop] if isinstance(u, Text)]
+            text = "".join(u.text for u in texts)
             core = text.strip()
-            if has_words(core):
+            if has_words(core) and not all(u.sentence_only for u in texts):
                 lead = text[: len(text) - len(text.lstrip())]
-                out.append(Run(start, stop, lead, core, text[len(lead) + len(core) :]))
+                trail = text[len(lead) + len(core) :]
+                first, middle, last = edges(core)
+                out.append(Run(start, stop, lead + first, middle, last + trail))
         return out
 
     def join_runs(self, translations: Sequence[str]) -> str:
@@ -147,11 +158,6 @@ class Segment:
             at = run.stop
         parts.extend(u.raw for u in self.units[at:])
         return self._lines("".join(parts))
-
-
-def has_words(text: str) -> bool:
-    """Whether ``text`` holds anything to translate (a letter)."""
-    return any(c.isalpha() for c in text)
 
 
 def _run_bounds(units: Sequence[Unit]) -> Iterator[tuple[int, int]]:

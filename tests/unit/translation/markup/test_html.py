@@ -47,10 +47,11 @@ def test_bare_special_characters_come_back_escaped() -> None:
     assert identity(doc) == "<p>Fish &amp; chips &lt; 5 euros</p>"
 
 
-def test_blocks_are_segments_and_addresses_placeholders() -> None:
+def test_blocks_are_segments_addresses_placeholders_hashtags_words() -> None:
     doc = parse("html", MASTODON)
     assert [s.source() for s in doc.segments] == [
-        '<x1/> Thanks! Read <x2/> & <x3>enjoy</x3> it\'s "great"<x4/>Cheers <x5/>',
+        '<x1/> Thanks! Read <x2/> & <x3>enjoy</x3> it\'s "great"<x4/>'
+        "Cheers <x5>#<x6>cats</x6></x5>",
         "Second paragraph.",
     ]
 
@@ -60,14 +61,19 @@ def test_translation_keeps_tags_attributes_and_entity_spellings() -> None:
     first, second = doc.segments
     out = doc.rebuild(
         [
-            first.restore('<x1/> Danke! Lies <x2/> & <x3>genieße</x3> es, "toll"<x4/>Prost <x5/>')
+            first.restore(
+                '<x1/> Danke! Lies <x2/> & <x3>genieße</x3> es, "toll"<x4/>'
+                "Prost <x5>#<x6>Katzen</x6></x5>"
+            )
             or "",
             second.restore("Zweiter Absatz.") or "",
         ]
     )
     assert out == MASTODON.replace("Thanks! Read", "Danke! Lies").replace(
         "<em>enjoy</em> it&#39;s &quot;great&quot;", "<em>genieße</em> es, &quot;toll&quot;"
-    ).replace("Cheers", "Prost").replace("Second paragraph.", "Zweiter Absatz.")
+    ).replace("Cheers", "Prost").replace("Second paragraph.", "Zweiter Absatz.").replace(
+        "<span>cats</span>", "<span>Katzen</span>"
+    )
 
 
 @pytest.mark.parametrize(
