@@ -232,9 +232,11 @@ def test_html_workload_is_the_variable_one_as_posts() -> None:
         assert (post.input_tokens, post.output_tokens) == (text.input_tokens, text.output_tokens)
         for part in ("mention", "hashtag", "<a href"):
             assert part in post.text
-        # The words the model translates are the plain text's, in order.
+        # The words the model translates are the plain text's, in order, and the hashtag.
         words = " ".join(s.source() for s in parse("html", post.text).segments)
-        stripped = " ".join(re.sub(r"<x\d+/>", " ", words).split())
+        hashtag = rf"<x(\d+)>#<x\d+>{post.source_lang}</x\d+></x\1>"
+        assert len(re.findall(hashtag, words)) == 1
+        stripped = " ".join(re.sub(rf"<x\d+/>|{hashtag}", " ", words).split())
         assert stripped == " ".join(text.text.split()) or text.source_lang in {"zh", "ja"}
 
 
