@@ -15,7 +15,8 @@ answers at once, and the figures are the service's own CPU cost per request. Wit
 ``--lose-tags`` the engine drops every placeholder from its answers, as a random-weight model
 does (each tagged segment then falls back, or goes structural first once the replica's
 ``markup.method: auto`` has seen it fail); ``--method`` sets ``markup.method``
-(``placeholders`` is the behaviour before the method was chosen per replica).
+(``placeholders`` is the behaviour before the method was chosen per replica). Each run
+reports the engine's work per request: engine requests, prompt characters, generated tokens.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ class PacedEngine:
         self.decoder = decoder
         self.lose_tags = lose_tags
         self.in_flight = 0
+        self.work = EngineWork()
 
     async def start(self) -> None:
         return None
@@ -104,6 +106,7 @@ class PacedEngine:
             text = _PLACEHOLDER.sub("", text)
         # Words only: placeholder tags are not the post's text (the workloads' token counts).
         tokens = max(1, round(1.3 * len(_PLACEHOLDER.sub(" ", text).split())))
+        self.work.add(len(request.prompt_token_ids), tokens)
         self.in_flight += 1
         try:
             if self.decoder is not None:
@@ -130,6 +133,21 @@ class PacedEngine:
         return None
 
 
+@dataclass
+class EngineWork:
+    """What the engine was asked for: requests, prompt characters (the prompt's token ids
+    are its characters here: templates included) and generated tokens (1.3 per word)."""
+
+    requests: int = 0
+    prompt_chars: int = 0
+    output_tokens: int = 0
+
+    def add(self, prompt_chars: int, output_tokens: int) -> None:
+        self.requests += 1
+        self.prompt_chars += prompt_chars
+        self.output_tokens += output_tokens
+
+
 @dataclass(frozen=True)
 class Run:
     workload: str
@@ -138,10 +156,21 @@ class Run:
     seconds: float
     fallback_segments: int
     structural_segments: int
+    work: EngineWork
 
     @property
     def rps(self) -> float:
         return self.requests / self.seconds
+
+    def per_request(self) -> dict[str, float]:
+        """Engine requests, prompt characters and generated tokens per request sent."""
+        w = self.work
+        n = self.requests
+        return {
+            "engine_requests": w.requests / n,
+            "prompt_chars": w.prompt_chars / n,
+            "output_tokens": w.output_tokens / n,
+        }
 
 
 @dataclass(frozen=True)
@@ -182,6 +211,7 @@ async def measure(
     """``items`` sent by ``users`` concurrent clients (each waits for its answer)."""
     svc, engine = target
     engine.decoder = SharedDecoder(rate) if rate else None
+    engine.work = EngineWork()
     transport = httpx.ASGITransport(app=create_app(svc))
     queue, ok, fallback, structural = list(items), 0, 0, 0
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
@@ -201,7 +231,7 @@ async def measure(
         start = time.perf_counter()
         await asyncio.gather(*[user() for _ in range(users)])
         seconds = time.perf_counter() - start
-    return Run(kind, len(items), ok, seconds, fallback, structural)
+    return Run(kind, len(items), ok, seconds, fallback, structural, engine.work)
 
 
 async def compare(
@@ -227,7 +257,11 @@ async def compare(
         "rps": best,
         "ratio": best["html"] / best["variable"],
         "us_per_request": {k: 1e6 / v for k, v in best.items()} if rate is None else None,
-        "runs": [r.__dict__ | {"rps": r.rps} for r in runs],
+        "runs": [
+            {k: v for k, v in r.__dict__.items() if k != "work"}
+            | {"rps": r.rps, "per_request": r.per_request()}
+            for r in runs
+        ],
     }
 
 
