@@ -71,6 +71,19 @@ def has_words(text: str) -> bool:
     return any(any(c.isalpha() for c in tok) and not is_atom(tok) for tok in text.split())
 
 
+def shows_address(text: str, href: str) -> bool:
+    """Whether a link's text (its spans joined) is an address rather than words: a URL or a
+    bare host and path, part of its own ``href`` (shortened for display), or a ``@handle``.
+    Never a hashtag: those are words of their sentence."""
+    text = text.strip()
+    if not text or text.startswith("#") or any(c.isspace() for c in text):
+        return False
+    if text.startswith("@") or is_address(text):
+        return True
+    shown = without_scheme(text).rstrip("…")
+    return any(c in shown for c in "./") and shown in without_scheme(href)
+
+
 def without_scheme(url: str) -> str:
     """``url`` lower-cased, without its scheme, ``www.`` and a trailing slash."""
     url = url.strip().lower()

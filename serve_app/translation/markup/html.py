@@ -132,18 +132,10 @@ def is_hashtag(link: Element) -> bool:
 
 
 def is_address(link: Element) -> bool:
-    """A link whose text is an address, not words: a URL or a bare host and path
-    (``news.example/en``), part of its own ``href`` (an address shortened for display), or a
-    ``@handle``. Kept as it is: a translated "hotels.com" is a broken link (Mastodon #21859).
-    Hashtags are not addresses: they are words (Mastodon leaves them translatable)."""
-    text = _link_text(link)
-    if not text or any(c.isspace() for c in text) or is_hashtag(link):
-        return False
-    if text.startswith("@") or atoms.is_address(text):
-        return True
-    shown = atoms.without_scheme(text).rstrip("…")
-    href = atoms.without_scheme(link.attrs.get("href") or "")
-    return any(c in shown for c in "./") and shown in href
+    """A link whose text is its address (``atoms.shows_address``): kept as it is, since a
+    translated "hotels.com" is a broken link (Mastodon #21859). Not a hashtag."""
+    href = link.attrs.get("href") or ""
+    return not is_hashtag(link) and atoms.shows_address(_link_text(link), href)
 
 
 def _void(b: Builder) -> Callable[[str], None]:

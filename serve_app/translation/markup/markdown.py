@@ -20,6 +20,7 @@ from typing import ClassVar
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from serve_app.translation.markup import atoms
 from serve_app.translation.markup.document import Builder, Document, MarkupOptions, register
 
 _MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
@@ -32,6 +33,18 @@ class _Misaligned(Exception):
     """An inline token could not be found where the source should hold it."""
 
 
+def _shows_address(link: Token, after: Sequence[Token]) -> bool:
+    """Whether a (non-auto) link's text is its address (``atoms.shows_address``)."""
+    if link.markup == "autolink":
+        return False
+    text = []
+    for tok in after:
+        if tok.type == "link_close":
+            break
+        text.append(tok.content if tok.type == "text" else " ")
+    return atoms.shows_address("".join(text), str(link.attrs.get("href") or ""))
+
+
 class _Inline:
     """Matches one inline token's children onto its source ``content``."""
 
@@ -42,9 +55,13 @@ class _Inline:
 
     def run(self, children: Sequence[Token]) -> None:
         skip_to_close = False
-        for tok in children:
+        for i, tok in enumerate(children):
             if skip_to_close:
                 skip_to_close = tok.type != "link_close"
+                continue
+            if tok.type == "link_open" and _shows_address(tok, children[i + 1 :]):
+                self.void(self.bracketed() + self.destination())  # an address: one atom
+                skip_to_close = True
                 continue
             skip_to_close = self.token(tok)
         if self.at < len(self.src):

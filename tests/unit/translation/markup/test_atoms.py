@@ -144,3 +144,15 @@ def test_paragraph_without_words_is_copied(html: str) -> None:
     doc = parse("html", html)
     assert doc.segments == []
     assert doc.verbatim() == html
+
+
+def test_markdown_link_showing_its_address_is_one_atom() -> None:
+    text = "Book at [hotels.com](https://hotels.com) or [our deals](https://hotels.com/d) :wave:"
+    doc = parse("markdown", text)
+    (seg,) = doc.segments
+    assert seg.source() == "Book at <x1/> or <x2>our deals</x2> :wave:"
+    assert [r.text for r in seg.runs()] == ["Book at", "or", "our deals"]
+    out = doc.rebuild([seg.join_runs(["Buche bei", "oder", "unsere Angebote"])])
+    assert out == text.replace("Book at", "Buche bei").replace(" or ", " oder ").replace(
+        "our deals", "unsere Angebote"
+    )
