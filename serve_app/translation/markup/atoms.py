@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import re
 
-# A URL with a scheme, or a host name (ASCII labels and a dot, a top-level domain of letters:
-# "3.5", "e.g." and "a.m." are not hosts), then an optional port and path: "news.example/en".
+# A URL with a scheme, or a host name (ASCII labels and a dot, a top-level domain of lower-case
+# letters: "3.5", "e.g.", "a.m." and "soon.Bye" are not hosts), then an optional port and
+# path: "news.example/en".
 _ADDRESS = re.compile(
     r"[a-z][a-z0-9+.-]*://\S+"
-    r"|(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,63}(?::\d{1,5})?(?:[/?#]\S*)?",
+    r"|(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?-i:[a-z]{2,63})(?::\d{1,5})?(?:[/?#]\S*)?",
     re.IGNORECASE,
 )
 # "@alice", "@alice@social.example" (Mastodon's handles), "bob@example.com".

@@ -21,7 +21,7 @@ HASHTAG = (
     [
         "news.example/en",
         "hotels.com",
-        "(hotels.com),",
+        "(Hotels.com),",
         "https://x.example/a?b=1",
         "@alice",
         "@alice@social.example",
@@ -35,7 +35,9 @@ def test_atoms(token: str) -> None:
     assert is_atom(token)
 
 
-@pytest.mark.parametrize("token", ["word", "e.g.", "3.5", "a.m.", "v1.2", "and/or", "Note:"])
+@pytest.mark.parametrize(
+    "token", ["word", "e.g.", "3.5", "a.m.", "v1.2", "and/or", "Note:", "soon.Bye", "z.B."]
+)
 def test_words(token: str) -> None:
     assert not is_atom(token)
 
@@ -56,6 +58,7 @@ def test_edges_split_off_leading_and_trailing_atoms_but_not_hashtags() -> None:
     )
     assert edges("#travel to Rome #italy") == ("", "#travel to Rome #italy", "")
     assert edges("just words") == ("", "just words", "")
+    assert edges("See you soon.Bye") == ("", "See you soon.Bye", "")  # a missing space
 
 
 def test_a_run_ending_in_shortcodes_sends_only_its_words() -> None:
