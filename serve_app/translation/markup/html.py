@@ -116,19 +116,27 @@ class _Walker:
         return not self.xml and el.name == "a" and is_address(el)
 
 
-def _link_text(link: Element) -> str:
+def _link_text(link: Element, limit: int = 512) -> str:
     """A link's text with every span joined (Mastodon hides ``https://`` and a long URL's
-    tail in ``invisible`` spans: together they are the address)."""
-    return "".join(
-        n.text for el in link.elements() for n in el.children if isinstance(n, Node)
-    ).strip()
+    tail in ``invisible`` spans: together they are the address); only its first ``limit``
+    characters or so, enough to judge (a walk bounded for links wrapping a whole page)."""
+    parts: list[str] = []
+    size = 0
+    stack: list[Element | Node] = [link]
+    while stack and size < limit:
+        n = stack.pop()
+        if isinstance(n, Node):
+            parts.append(n.text)
+            size += len(n.raw)
+        else:
+            stack.extend(reversed(n.children))
+    return "".join(parts).strip()
 
 
 def is_hashtag(link: Element) -> bool:
-    """Mastodon's hashtag link (``class="mention hashtag"``, ``rel="tag"``), or ``#word``."""
-    classes = (link.attrs.get("class") or "").split()
-    rels = (link.attrs.get("rel") or "").split()
-    return "hashtag" in classes or "tag" in rels or _link_text(link).startswith("#")
+    """A hashtag (Mastodon's ``#<span>tag</span>``): one word, starting with ``#``."""
+    text = _link_text(link)
+    return text.startswith("#") and not any(c.isspace() for c in text)
 
 
 def is_address(link: Element) -> bool:

@@ -99,6 +99,7 @@ def test_link_showing_its_address_is_one_atom_kept_byte_exact(link: str) -> None
         '<a href="https://hotels.com/deals">our best deals</a>',
         '<a href="https://example.com/docs">docs</a>',  # a word that is also in the href
         '<a href="https://example.com">Example</a>',
+        '<a href="https://example.com/top">#1 in Rome</a>',  # not a hashtag: words
     ],
 )
 def test_link_with_words_is_translated(link: str) -> None:
