@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 import yaml
 
@@ -57,7 +59,25 @@ def _wait_ready(proc: subprocess.Popen, url: str, replicas: int) -> None:
     raise RuntimeError(f"{replicas} replicas were not ready within {START_TIMEOUT_S}s")
 
 
+def _engine_cores() -> list[psutil.Process]:
+    """The vLLM engine cores under the local raylet (each a replica's child process)."""
+    cores: list[psutil.Process] = []
+    for raylet in psutil.process_iter(["name"]):
+        if raylet.info["name"] != "raylet":
+            continue
+        with contextlib.suppress(psutil.Error):
+            for child in raylet.children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    if "EngineCore" in " ".join(child.cmdline()):
+                        cores.append(child)
+    return cores
+
+
 def _stop(proc: subprocess.Popen, env: dict[str, str]) -> None:
+    """Stops `serve run` and the cluster. `ray stop --force` kills the raylet before it has
+    reaped its workers' children: engine cores still alive then outlived the cluster (seen
+    after runs of one module, holding their memory for hours), so they are killed too."""
+    cores = _engine_cores()
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
         try:
@@ -66,6 +86,9 @@ def _stop(proc: subprocess.Popen, env: dict[str, str]) -> None:
             proc.kill()
     ray_bin = str(Path(sys.executable).parent / "ray")
     subprocess.run([ray_bin, "stop", "--force"], capture_output=True, env=env, timeout=120)
+    for core in cores:
+        with contextlib.suppress(psutil.Error):
+            core.kill()
 
 
 def _ray(*args: str, env: dict[str, str]) -> None:
