@@ -140,10 +140,10 @@ def is_hashtag(link: Element) -> bool:
 
 
 def is_address(link: Element) -> bool:
-    """A link whose text is its address (``atoms.shows_address``): kept as it is, since a
-    translated "hotels.com" is a broken link (Mastodon #21859). Not a hashtag."""
-    href = link.attrs.get("href") or ""
-    return not is_hashtag(link) and atoms.shows_address(_link_text(link), href)
+    """A link whose text is its address (``atoms.shows_address``, which never takes a
+    hashtag): kept as it is, since a translated "hotels.com" is a broken link (Mastodon
+    #21859)."""
+    return atoms.shows_address(_link_text(link), link.attrs.get("href") or "")
 
 
 def _void(b: Builder) -> Callable[[str], None]:
