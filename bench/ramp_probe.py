@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.ramp_timeline import Probe
 
@@ -29,7 +30,6 @@ RUNNING = "ray_vllm_num_requests_running"
 IN_FLIGHT = "ray_translator_engine_requests_in_flight"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _DASHBOARD = re.compile(r"View the dashboard at (\S+)")
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 DEFAULT_DASHBOARD = "http://127.0.0.1:8265"
 
 
@@ -53,10 +53,10 @@ def metrics_urls(session: Path | None = None) -> list[str]:
 def metric_sums(text: str, names: tuple[str, ...]) -> dict[str, float]:
     """Each of ``names`` summed over its series in a Prometheus text page (absent: not in)."""
     sums: dict[str, float] = {}
-    for line in text.splitlines():
-        m = _SAMPLE.match(line)
-        if m and m.group(1) in names:
-            sums[m.group(1)] = sums.get(m.group(1), 0.0) + float(m.group(3))
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in names:
+                sums[sample.name] = sums.get(sample.name, 0.0) + sample.value
     return sums
 
 
