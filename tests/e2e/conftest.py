@@ -21,6 +21,7 @@ import yaml
 
 from serve_app.tools.launcher import derive_config, ray_env
 from tests.conftest import ROOT
+from tests.e2e.replicas import engine_cores
 
 START_TIMEOUT_S = 420
 
@@ -61,16 +62,8 @@ def _wait_ready(proc: subprocess.Popen, url: str, replicas: int) -> None:
 
 def _engine_cores() -> list[psutil.Process]:
     """The vLLM engine cores under the local raylet (each a replica's child process)."""
-    cores: list[psutil.Process] = []
-    for raylet in psutil.process_iter(["name"]):
-        if raylet.info["name"] != "raylet":
-            continue
-        with contextlib.suppress(psutil.Error):
-            for child in raylet.children(recursive=True):
-                with contextlib.suppress(psutil.Error):
-                    if "EngineCore" in " ".join(child.cmdline()):
-                        cores.append(child)
-    return cores
+    raylets = psutil.process_iter(["name"])
+    return [c for r in raylets if r.info["name"] == "raylet" for c in engine_cores(r.pid)]
 
 
 def _stop(proc: subprocess.Popen, env: dict[str, str]) -> None:

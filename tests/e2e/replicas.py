@@ -8,6 +8,7 @@ is the replica's child process titled `VLLM::EngineCore`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -31,10 +32,24 @@ class ReplicaProcess:
     pid: int
 
     def engine_core_pid(self) -> int:
-        for child in psutil.Process(self.pid).children(recursive=True):
-            if "EngineCore" in " ".join(child.cmdline()):
-                return child.pid
+        for core in engine_cores(self.pid):
+            return core.pid
         raise LookupError(f"no engine core process under replica {self.replica_id}")
+
+
+def engine_cores(pid: int) -> list[psutil.Process]:
+    """The vLLM engine cores (``VLLM::EngineCore``) among ``pid``'s descendants; none if it
+    is gone."""
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    cores = []
+    for child in children:
+        with contextlib.suppress(psutil.Error):  # a child that ended meanwhile
+            if "EngineCore" in " ".join(child.cmdline()):
+                cores.append(child)
+    return cores
 
 
 def ray_cli_env() -> dict[str, str]:

@@ -38,6 +38,7 @@ from tests.conftest import ROOT
 from tests.e2e.conftest import free_port, serve_cluster
 from tests.e2e.replicas import (
     REPLICA_NAME,
+    engine_cores,
     ray_cli_env,
     replica_processes,
     wait_for_replicas,
@@ -197,14 +198,6 @@ def _ray_kill(actor_name: str) -> None:
     )
 
 
-def _engine_cores(pid: int) -> list[int]:
-    try:
-        children = psutil.Process(pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
-    return [c.pid for c in children if "EngineCore" in " ".join(c.cmdline())]
-
-
 def _reap(pids: list[int]) -> None:
     """Kills engine cores that outlived their killed replica (they would hold memory)."""
     for pid in pids:
@@ -240,7 +233,7 @@ def _kill_replica(cluster: DocCluster, doc: str, how: str) -> tuple[str, list[in
     assert held, "no replica held a lease on the document"
     worker, segments = next(iter(held.items()))
     victim = replicas[worker]
-    cores = _engine_cores(victim.pid)
+    cores = [core.pid for core in engine_cores(victim.pid)]
     if how == "ray.kill":
         _ray_kill(REPLICA_NAME + victim.replica_id)
     else:
