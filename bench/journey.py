@@ -30,7 +30,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-from bench.loadgen import run
+from bench.loadgen import closed_loop, run, summarize
 from bench.report import COLUMNS, markdown_table, plot_head_to_head, plot_journey
 from bench.systems import (
     ALL_SYSTEMS,
@@ -43,11 +43,12 @@ from bench.systems import (
     started,
     system_of,
 )
-from bench.targets import Target
+from bench.targets import Sample, Target
 from bench.workloads import Item, make_workload, tokenizer_counter
 
 SLOW = {"mp_queue_1", "mp_queue_2", "static_batch"}
 OURS = "ray_serve"
+DESIGNS = ("abba", "alternate")
 
 
 def machine() -> str:
@@ -110,21 +111,23 @@ async def head_to_head(
     concurrency: int,
     warmup: list[Item],
     checkpoint: Callable[[dict[str, Any]], None] | None = None,
+    design: str = "abba",
 ) -> dict[str, Any]:
-    """Systems up at once, alternated A B, B A, A B...; per-round ratios of the first to the
-    others. Each round sends texts no system has seen (no prefix-cache hits across rounds).
-    ``checkpoint`` gets the results so far after each round (a run cut short keeps them)."""
+    """Systems up at once, alternated (``design``: see ``_alternate``); per-round ratios of
+    the first to the others. Each round sends texts no system has seen (no prefix-cache hits
+    across rounds). ``checkpoint`` gets the results so far after each round (a run cut short
+    keeps them)."""
     everything = warmup + [item for items in rounds for item in items]
 
     def summary(per_round: list[dict[str, Any]]) -> dict[str, Any]:
-        return _h2h(names, concurrency, len(rounds[0]), per_round)
+        return _h2h(names, concurrency, len(rounds[0]), per_round, design)
 
     async with AsyncExitStack() as stack:
         targets = [await stack.enter_async_context(started(ctx, n, everything)) for n in names]
         for target in targets:
             await run(target, warmup, concurrency=concurrency)
         arms = [{t.name: (t, items) for t in targets} for items in rounds]
-        per_round = await _alternate(arms, concurrency, summary, checkpoint)
+        per_round = await _alternate(arms, concurrency, summary, checkpoint, design)
     return summary(per_round)
 
 
@@ -135,20 +138,21 @@ async def workload_head_to_head(
     concurrency: int,
     warmup: list[Item],
     checkpoint: Callable[[dict[str, Any]], None] | None = None,
+    design: str = "abba",
 ) -> dict[str, Any]:
-    """One system up, its workloads alternated (A B, B A, ...) on fresh texts each round:
+    """One system up, its workloads alternated (``design``) on fresh texts each round:
     e.g. ``html`` against ``variable`` (does markup cost throughput?), as ratios per round."""
     kinds = list(rounds[0])
     everything = warmup + [i for per_kind in rounds for items in per_kind.values() for i in items]
 
     def summary(per_round: list[dict[str, Any]]) -> dict[str, Any]:
         requests = len(rounds[0][kinds[0]])
-        return {"system": name, **_h2h(kinds, concurrency, requests, per_round)}
+        return {"system": name, **_h2h(kinds, concurrency, requests, per_round, design)}
 
     async with started(ctx, name, everything) as target:
         await run(target, warmup, concurrency=concurrency)
         arms = [{k: (target, per_kind[k]) for k in kinds} for per_kind in rounds]
-        per_round = await _alternate(arms, concurrency, summary, checkpoint)
+        per_round = await _alternate(arms, concurrency, summary, checkpoint, design)
     return summary(per_round)
 
 
@@ -157,14 +161,21 @@ async def _alternate(
     concurrency: int,
     summary: Callable[[list[dict[str, Any]]], dict[str, Any]],
     checkpoint: Callable[[dict[str, Any]], None] | None,
+    design: str = "abba",
 ) -> list[dict[str, Any]]:
-    """Runs each round's arms (label -> target and its texts) in turn, in the order given
-    and reversed every other round; each run's summary by label, per round."""
+    """Runs each round's arms (label -> target and its texts) in turn; each run's summary by
+    label, per round. ``alternate``: the arms in the order given, reversed every other round
+    (A B, B A, ...). ``abba``: each arm's texts in two halves, run A B then B A within the
+    round (A B B A, then B A A B): a drift of the machine's speed over the call, which
+    favours whoever runs later, weighs on every arm alike within each round."""
     per_round: list[dict[str, Any]] = []
     for r, arms in enumerate(rounds):
         labels = list(arms)
         order = labels if r % 2 == 0 else labels[::-1]
-        results = {a: await run(*arms[a], concurrency=concurrency) for a in order}
+        if design == "abba":
+            results = await _abba_round(arms, order, concurrency)
+        else:
+            results = {a: await run(*arms[a], concurrency=concurrency) for a in order}
         per_round.append({a: _brief(results[a]) for a in labels})
         if checkpoint is not None:
             checkpoint(summary(per_round))
@@ -175,11 +186,31 @@ async def _alternate(
     return per_round
 
 
+async def _abba_round(
+    arms: dict[str, tuple[Target, list[Item]]], order: list[str], concurrency: int
+) -> dict[str, dict[str, Any]]:
+    """One round as ``order`` on the first half of each arm's texts, then reversed on the
+    second half; each arm's summary over both its halves (requests / the two runs' time)."""
+    sequence = order + order[::-1]
+    done: dict[str, tuple[list[Sample], float]] = {a: ([], 0.0) for a in order}
+    for i, a in enumerate(sequence):
+        target, items = arms[a]
+        half = items[: len(items) // 2] if i < len(order) else items[len(items) // 2 :]
+        samples, wall = await closed_loop(target, half, concurrency)
+        done[a] = (done[a][0] + samples, done[a][1] + wall)
+    return {a: summarize(*done[a]) for a in order}
+
+
 def _h2h(
-    names: list[str], concurrency: int, requests: int, per_round: list[dict[str, Any]]
+    names: list[str],
+    concurrency: int,
+    requests: int,
+    per_round: list[dict[str, Any]],
+    design: str = "abba",
 ) -> dict[str, Any]:
     return {
         "systems": names,
+        "design": design,
         "concurrency": concurrency,
         "requests_per_run": requests,
         "rounds": per_round,
@@ -272,15 +303,21 @@ def write(out: Path, results: dict[str, Any]) -> None:
         lines += ["", f"**{name} failed**: `{error.splitlines()[0][:300]}`"]
     if h2h := results.get("head_to_head"):
         title = f"Head to head on {results['machine']} ({h2h['concurrency']} users)"
-        heading = f"Head to head, alternated, {len(h2h['rounds'])} rounds of "
+        heading = f"Head to head, {_design(h2h)}, {len(h2h['rounds'])} rounds of "
         heading += f"{h2h['requests_per_run']} variable-length requests"
         lines += _alternated(h2h, heading, out / "head_to_head.png", title)
     if w2w := results.get("workload_head_to_head"):
         title = f"{w2w['system']}: workloads alternated on {results['machine']}"
-        heading = f"{w2w['system']}: workloads alternated, {len(w2w['rounds'])} rounds of "
+        heading = f"{w2w['system']}: workloads {_design(w2w)}, {len(w2w['rounds'])} rounds of "
         heading += f"{w2w['requests_per_run']} requests each"
         lines += _alternated(w2w, heading, out / "workload_head_to_head.png", title)
     (out / "journey.md").write_text("\n".join(lines) + "\n")
+
+
+def _design(h2h: dict[str, Any]) -> str:
+    if h2h.get("design", "alternate") == "abba":
+        return "A B B A / B A A B on each round's two halves"
+    return "alternated"
 
 
 def _alternated(h2h: dict[str, Any], heading: str, png: Path, title: str) -> list[str]:
@@ -324,6 +361,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, default=25)
     p.add_argument("--head-to-head", default="", help="A,B[,C]: alternate these, A first")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument(
+        "--design",
+        choices=DESIGNS,
+        default="abba",
+        help="abba: A B B A / B A A B on each round's two halves (cancels a drift over the "
+        "call); alternate: A B / B A whole rounds (the design before 2026-11-24)",
+    )
     p.add_argument(
         "--workload-rounds",
         type=int,
@@ -406,6 +450,7 @@ async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
             ns.concurrency,
             warmup,
             lambda h2h: write(ns.out, {**results, "workload_head_to_head": h2h}),
+            ns.design,
         )
         return results
     if ns.head_to_head:
@@ -421,6 +466,7 @@ async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
             ns.concurrency,
             warmup,
             lambda h2h: write(ns.out, {**results, "head_to_head": h2h}),
+            ns.design,
         )
     return results
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One part of the GPU head-to-head, for one device call (<= 10 min): this project and
-# `vllm serve` up at once, alternated A B / B A / A B ... on fresh variable texts at 25 users.
+# `vllm serve` up at once, on fresh variable texts at 25 users, each round A B B A or B A A B
+# on its two halves (journey's --design abba: a drift over the call weighs on both alike),
+# after 300 warm-up requests each.
 #   bench/gpu/headtohead.sh ORDER OUT [ROUNDS] [REQUESTS] [EXTRA journey flags...]
 # ORDER: ours (this project first), vllm (`vllm serve` first), or control (two `vllm serve`
 # up at once: what start order alone does to the ratio); --stream for the TTFT run.
@@ -20,4 +22,4 @@ esac
 here=$(cd "$(dirname "$0")" && pwd)
 exec "$here/run.sh" bash -c 'python3 -m bench.journey --model "$BENCH_MODEL" --load-format dummy \
   --systems "" --head-to-head '"$pair"' --rounds '"$rounds"' --requests '"$requests"' \
-  --warmup 50 --concurrency 25 --out '"$out"' "$@"' _ "$@"
+  --warmup 300 --concurrency 25 --out '"$out"' "$@"' _ "$@"
