@@ -193,12 +193,14 @@ async def _abba_round(
     second half; each arm's summary over both its halves (requests / the two runs' time)."""
     sequence = order + order[::-1]
     done: dict[str, tuple[list[Sample], float]] = {a: ([], 0.0) for a in order}
+    halves: dict[str, list[float]] = {a: [] for a in order}  # each half's RPS, in run order
     for i, a in enumerate(sequence):
         target, items = arms[a]
         half = items[: len(items) // 2] if i < len(order) else items[len(items) // 2 :]
         samples, wall = await closed_loop(target, half, concurrency)
         done[a] = (done[a][0] + samples, done[a][1] + wall)
-    return {a: summarize(*done[a]) for a in order}
+        halves[a].append(summarize(samples, wall)["rps"])
+    return {a: summarize(*done[a]) | {"halves_rps": halves[a]} for a in order}
 
 
 def _h2h(
@@ -245,8 +247,9 @@ def _brief(result: dict[str, Any]) -> dict[str, Any]:
         "ttft_visible_p50_s",
         "ttft_visible_p95_s",
         "first_event_p50_s",
+        "halves_rps",
     )
-    return {k: result.get(k) for k in keys}
+    return {k: result[k] for k in keys if k in result}
 
 
 def _ratios(per_round: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:

@@ -94,6 +94,7 @@ def test_abba_runs_each_round_as_two_mirrored_halves(clock: Clock) -> None:
             "a": (4, 4),
             "b": (4, 4),
         }
+        assert all(len(v["halves_rps"]) == 2 for v in round_.values())
 
 
 @pytest.mark.parametrize(("design", "unbiased"), [("alternate", False), ("abba", True)])
