@@ -62,6 +62,12 @@ class GenerationRequest:
             priority=priority,
         )
 
+    def ran_out(self, finish_reason: str | None) -> bool:
+        """Whether an answer that ended with ``finish_reason`` was cut at its token limit: a
+        ``length`` finish, unless ``ignore_eos`` asked for exactly ``max_tokens`` (then every
+        answer ends so by request: not a truncation to re-split, report or decode again)."""
+        return finish_reason == "length" and not self.ignore_eos
+
 
 @dataclass(frozen=True)
 class Generation:

@@ -152,7 +152,7 @@ class MarkupFlow:
         timings = (result.queue_s, result.ttft_s)
         flow._record(plan, source, result.input_tokens, result.output_tokens, *timings)
         restored = None
-        if result.finish_reason != "length":
+        if not job.ran_out(result.finish_reason):
             answer = family.markup_answer(family.clean(result.text, source))
             restored = segment.restore(answer, family.placeholders)
         flow.fidelity.record(plan.target.code, restored is not None, probe)

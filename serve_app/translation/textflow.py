@@ -320,7 +320,7 @@ class TextTranslator:
             self.family.clean(result.text, text),
             result.input_tokens,
             result.output_tokens,
-            truncated=result.finish_reason == "length",
+            truncated=job.ran_out(result.finish_reason),
         )
 
     async def stream(self, plan: Plan, request_id: str) -> AsyncIterator[Event]:
@@ -368,7 +368,7 @@ class TextTranslator:
                 last = chunk
                 if delta := cleaner.feed(chunk.text):
                     yield "delta", {"text": delta, "segment": i}
-            out = self._streamed_piece(plan, text, last, cleaner.result())
+            out = self._streamed_piece(plan, text, attempt, last, cleaner.result())
             if delta := cleaner.finish():
                 yield "delta", {"text": delta, "segment": i}
             out = first.then(out) if first else out
@@ -391,12 +391,17 @@ class TextTranslator:
         return self._response(plan, done.translation, usage, done, cached=False)
 
     def _streamed_piece(
-        self, plan: Plan, text: str, last: GenerationChunk | None, cleaned: str
+        self,
+        plan: Plan,
+        text: str,
+        job: GenerationRequest,
+        last: GenerationChunk | None,
+        cleaned: str,
     ) -> PieceOutput:
         if last is None or not last.finished:
             raise EngineUnavailable("The engine ended the stream early.", retry_after_s=1)
         self._record(plan, text, last.input_tokens, last.output_tokens)
-        truncated = last.finish_reason == "length"
+        truncated = job.ran_out(last.finish_reason)
         return PieceOutput(cleaned, last.input_tokens, last.output_tokens, truncated)
 
     def _start_event(self, plan: Plan) -> dict[str, Any]:

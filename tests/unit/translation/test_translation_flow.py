@@ -242,6 +242,24 @@ async def test_truncated_single_sentence_is_reported(api, engine: FakeEngine) ->
     assert len(engine.requests) == 1
 
 
+async def test_forced_length_answers_are_not_truncations(engine: FakeEngine) -> None:
+    """``ignore_eos`` (the benchmarks' forced output lengths): every answer ends at its token
+    limit by request, so none is re-split, decoded again or reported truncated, JSON or
+    stream (the GPU bench's replica re-split and warned on every request before)."""
+    args = {**ARGS, "prompt": {"family": "chat", "sampling": {"ignore_eos": True}}}
+    engine.truncate_marker = "Alpha beta. Gamma delta."
+    client, _, _ = await make_client(engine, args)
+    async with client:
+        body = await client.post("/translate", json={**ITEM, "text": engine.truncate_marker})
+        again = f"{engine.truncate_marker} Again."  # not the cached text: the engine's again
+        streamed = await client.post("/translate/stream", json={**ITEM, "text": again})
+    assert body.json()["truncated"] is False
+    done = [json.loads(line[6:]) for line in streamed.text.splitlines() if '"translation"' in line]
+    assert done[-1]["truncated"] is False
+    assert len(engine.requests) == 2  # one each: no halves, no second decode
+    assert all(r.ignore_eos and r.min_tokens == r.max_tokens for r in engine.requests)
+
+
 # -- glossary, context, formality -------------------------------------------------------------
 
 
