@@ -103,6 +103,15 @@ class EngineConfig(_Strict):
     startup_timeout_s: float = Field(
         900, gt=0, description="Seconds the engine may take to start before the replica fails."
     )
+    stream_interval: int = Field(
+        4,
+        ge=1,
+        description="vLLM's stream_interval: a streamed request's output comes from the engine "
+        "with its first token at once, then every N tokens (1: every token). Each output is "
+        "work on the replica's event loop (the flow, output hygiene, an event); 4 cut the "
+        "replica's CPU per streamed translation by 30% (bench/stream_interval.py), below what "
+        "the streams' pacing (limits.stream_interval_s) sends anyway.",
+    )
     extra_engine_args: dict[str, Any] = Field(
         default_factory=dict,
         description="Further AsyncEngineArgs fields, passed through unchanged.",
@@ -127,6 +136,7 @@ class EngineConfig(_Strict):
             "seed": self.seed,
             "trust_remote_code": self.trust_remote_code,
             "scheduling_policy": self.scheduling_policy,
+            "stream_interval": self.stream_interval,
         }
         if self.max_model_len is not None:
             kwargs["max_model_len"] = self.max_model_len

@@ -132,14 +132,18 @@ async def test_missing_model_fails_start_with_a_clear_message(tmp_path: Path) ->
 
 
 async def test_streamed_generation_matches_the_final_one(service: TranslationService) -> None:
-    """vLLM's DELTA outputs: several chunks, and together the same text and token count as
-    the non-streamed (FINAL_ONLY) generation of the same greedy request."""
+    """vLLM's DELTA outputs: several chunks, every ``stream_interval`` tokens after the first,
+    and together the same text and token count as the non-streamed (FINAL_ONLY) generation
+    of the same greedy request."""
     engine = service.engine
     prompt = engine.encode(service.family.build(*service.languages.resolve_pair("en", "de"), "hi"))
     request = GenerationRequest(prompt, max_tokens=40, min_tokens=40, ignore_eos=True)
     final = await engine.generate(request, "final")
     chunks = [c async for c in engine.generate_stream(request, "streamed")]
-    assert len(chunks) > 1
+    # engine.stream_interval 4: the first token at once, then every 4 tokens, then the end.
+    assert service.config.engine.stream_interval == 4
+    assert chunks[0].output_tokens == 1
+    assert [c.output_tokens for c in chunks[1:-1]] == list(range(5, 40, 4))
     assert [c.finished for c in chunks] == [False] * (len(chunks) - 1) + [True]
     assert chunks[-1].output_tokens == final.output_tokens == 40
     assert chunks[-1].finish_reason == "length"

@@ -170,6 +170,7 @@ def test_vllm_serve_args_mirror_the_engine_settings() -> None:
     assert "--max-num-batched-tokens 8192" in joined
     assert "--gpu-memory-utilization 0.3" in joined
     assert "--max-cudagraph-capture-size 512" in joined
+    assert "--stream-interval 4" in joined  # the peer streams as this project's engine does
     assert "--enforce-eager" in args
     assert "--trust-remote-code" not in args
 

@@ -47,6 +47,7 @@ def test_engine_args_carry_every_setting() -> None:
     assert args.enforce_eager is True
     assert args.max_model_len == 4096
     assert args.max_cudagraph_capture_size == 512
+    assert args.stream_interval == 4
 
 
 def test_cudagraph_capture_size_none_leaves_vllm_default() -> None:
