@@ -31,10 +31,12 @@ class Replica:
     """A service with a small window (8 attempts, judged from 4, a probe in every 4, then
     in every 8 once a probe lost tags)."""
 
-    def __init__(self, reply: Reply, method: str = "auto") -> None:
+    def __init__(self, reply: Reply, method: str = "auto", ignore_eos: bool = False) -> None:
         markup = {"method": method, "window": 8, "min_attempts": 4}
         markup |= {"probe_every": 4, "max_probe_every": 8}
         args = {"markup": markup, "cache": {"enabled": False}}
+        if ignore_eos:
+            args["prompt"] = {"sampling": {"ignore_eos": True}}
         self.engine = FakeEngine()
         self.engine.reply = reply
         self.metrics = RecordingMetrics()
@@ -124,3 +126,13 @@ async def test_segments_without_tags_are_not_counted() -> None:
     assert (r.markup.segments, r.markup.structural_segments) == (2, 1)
     assert r.translation == "<p>PLAIN WORDS</p><p>MORE <i>X</i></p>"
     assert replica.metrics.markup == Counter({STRUCTURAL: 1})
+
+
+async def test_forced_lengths_keep_a_placeholder_answer_that_kept_the_tags() -> None:
+    """Every answer ending at its token limit: a cut short answer is not trusted (the run
+    set instead), but under ``ignore_eos`` (the benchmarks' forced lengths) that is every
+    answer by request, and one that kept its tags is used."""
+    for ignore_eos, method in ((False, FELL_BACK), (True, KEPT)):
+        replica = Replica(upper_keeping_tags, method="placeholders", ignore_eos=ignore_eos)
+        replica.engine.truncate_marker = "morning"  # in every prompt of the segment
+        assert await replica.methods(2) == [method] * 2
