@@ -168,4 +168,16 @@ class StreamCleaner:
             return True
         if text.startswith("<") and ">" not in text[:32]:
             return True  # perhaps a thinking block or a tag, not yet closed
-        return any(text.startswith(o) and not src.startswith(o) for o, _ in _QUOTES)
+        return self._quote_pending(text, src) or self._quote_pending(self.raw.strip(), src)
+
+    @staticmethod
+    def _quote_pending(text: str, src: str) -> bool:
+        """``text`` opens with a quote (the source does not) and nothing but space has come
+        after its first closing quote: only the end shows whether the pair wraps the whole
+        answer (``"Hallo"``, stripped) or not (``"Hallo", sagte er``, kept). Checked on the
+        cleaned text and on the raw one, which ``clean`` may have just stripped of a pair."""
+        for open_, close in _QUOTES:
+            if text.startswith(open_) and not src.startswith(open_):
+                end = text.find(close, len(open_))
+                return end < 0 or not text[end + len(close) :].strip()
+        return False

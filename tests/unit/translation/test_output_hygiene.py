@@ -74,6 +74,8 @@ STREAMED = [
     ("chat", "Here is the translation:\n" + LONG, "The quick brown fox."),
     ("chat", "<think>\nFirst the words.\n</think>\n" + LONG, "The fox."),
     ("chat", f'"{LONG}"', "The fox."),
+    ("chat", '"Hallo", sagte er. ' + LONG, "Hello, he said."),
+    ("chat", "«Hallo» sagte er.", "Hello, he said."),
     ("hy_mt", "以下是翻译：" + "这是一个很长的句子。" * 5, "This is a long sentence."),
     ("translategemma", LONG + "<end_of_turn>", "The fox."),
     ("seed_x", LONG + "[COT] Zuerst übersetze ich die Wörter einzeln.", "The fox."),
@@ -117,6 +119,17 @@ def test_the_first_token_is_sent_at_once(family: str) -> None:
     cleaner = make_prompt_family(PromptConfig(family=family)).stream_cleaner("Good morning")
     assert cleaner.feed("Guten") == "Guten"
     assert cleaner.feed(" Morgen") == " Morgen"
+
+
+@pytest.mark.parametrize("cuts", [[7], [1, 6, 7, 8], list(range(1, 19))])
+def test_a_quoted_opening_is_not_taken_for_a_wrapper_too_soon(cuts: list[int]) -> None:
+    """``"Hallo"`` alone would be stripped of its quotes; once text follows the closing quote
+    they are kept, and the deltas already sent must still be the answer's start (they were
+    ``Hallo`` and then nothing more: the stream stopped at its first word)."""
+    output = '"Hallo", sagte er.'
+    sent = streamed(output, "Hello, he said.", "chat", cuts)
+    assert "".join(sent) == output
+    assert "".join(sent[:-1]).startswith('"Hallo",')  # streamed before the end
 
 
 def test_a_quoted_start_waits_for_the_end() -> None:
