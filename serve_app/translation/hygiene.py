@@ -105,8 +105,9 @@ def strip_chain_of_thought(output: str, source: str) -> str:
 COMMON: tuple[Rule, ...] = (strip_thinking, strip_preamble, strip_quotes)
 # Characters a stream holds back by default: none. The only wrapper ``COMMON`` strips at the
 # end is a closing quote, and only from an answer that opened with a quote, which the stream
-# holds whole until the end anyway (``StreamCleaner._unsettled``); holding more would delay
-# every stream's first text by a token. Families with trailing wrappers set their own.
+# holds until text follows its first closing quote (then no rule can strip the pair:
+# ``StreamCleaner._quote_pending``); holding more would delay every stream's first text by a
+# token. Families with trailing wrappers set their own.
 DEFAULT_HOLD = 0
 
 
