@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from serve_app.core.config import EngineConfig
 from serve_app.engine.protocol import EngineLoad, Generation, GenerationChunk, GenerationRequest
 from serve_app.engine.tokenizer import escape_special_tokens, special_token_escaper
+from serve_app.engine.warmup import WARMUP_ID
 from serve_app.translation.families import ChatPrompt, Prompt
 
 FAKE_SPECIAL_TOKENS = special_token_escaper(["<|im_start|>", "<|im_end|>"])
@@ -61,6 +62,10 @@ class FakeEngine:
         self.waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._running = 0
         self._arrivals = itertools.count()
+        # The service's warm-up at start (``engine/warmup.py``) is answered at once and not
+        # recorded, unless a test of the warm-up itself asks for it (``warmup_as_requests``).
+        self.warmup_as_requests = False
+        self.warmups = 0
 
     async def start(self) -> None:
         self.started = True
@@ -106,6 +111,9 @@ class FakeEngine:
         self._running -= 1
 
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
+        if request_id.startswith(WARMUP_ID) and not self.warmup_as_requests:
+            self.warmups += 1
+            return Generation("", len(request.prompt_token_ids), request.max_tokens, "length")
         self.requests.append(request)
         self.active.add(request_id)
         try:

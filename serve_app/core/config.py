@@ -112,6 +112,16 @@ class EngineConfig(_Strict):
         "replica's CPU per streamed translation by 30% (bench/stream_interval.py), below what "
         "the streams' pacing (limits.stream_interval_s) sends anyway.",
     )
+    warmup_requests: int = Field(
+        16,
+        ge=0,
+        le=256,
+        description="Requests the engine decodes at once (a few tokens each, with the "
+        "translations' sampling) before the replica takes traffic, so that vLLM compiles the "
+        "kernels of a full batch then, not under the first users (its Triton top-k/top-p "
+        "sampler held a new replica's requests for 7.4 s on an H200; serve_app/engine/warmup.py"
+        "). 0: none.",
+    )
     extra_engine_args: dict[str, Any] = Field(
         default_factory=dict,
         description="Further AsyncEngineArgs fields, passed through unchanged.",

@@ -127,6 +127,7 @@ class TranslationService:
                 f"The engine for '{self.config.engine.model}' did not start within "
                 f"{timeout:.0f}s (engine.startup_timeout_s)."
             ) from exc
+        await self.flow.warm_up(self.config.engine.warmup_requests)
         self.ready = True
 
     def shutdown(self) -> None:

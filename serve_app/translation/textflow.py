@@ -43,11 +43,12 @@ from serve_app.engine.protocol import (
     TranslationEngine,
 )
 from serve_app.engine.tokenizer import escape_special_tokens, special_token_escaper
+from serve_app.engine.warmup import warm_up
 from serve_app.translation.admission import Admission
 from serve_app.translation.cache import CachedTranslation, TranslationCache, request_key
 from serve_app.translation.detect import Candidate, LanguageDetector
 from serve_app.translation.families import PromptFamily, PromptOptions, effective_sampling
-from serve_app.translation.languages import Language, LanguageRegistry
+from serve_app.translation.languages import ALL_LANGUAGES, Language, LanguageRegistry
 from serve_app.translation.markup import Document
 from serve_app.translation.markup.fidelity import FidelityTracker
 from serve_app.translation.markupflow import MarkupFlow
@@ -61,6 +62,8 @@ Event = tuple[str, dict[str, Any]]
 
 # A piece whose translation hits the token limit is re-split at most this many times.
 _MAX_RESPLITS = 2
+# What the engine's warm-up translates (``warm_up``).
+WARMUP_TEXT = "The weather is fine today, and the shop opens at nine."
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,13 @@ class TextTranslator:
         stop = self.family.stop_sequences(text)
         priority = engine_priority.get()
         return GenerationRequest.sampled(prompt_ids, max_tokens, self.sampling, stop, priority)
+
+    async def warm_up(self, requests: int) -> None:
+        """The engine decodes ``requests`` at once on a short translation prompt of this
+        family, with its sampling, before the replica is ready (``engine/warmup.py``)."""
+        english, german = ALL_LANGUAGES["en"], ALL_LANGUAGES["de"]  # offered or not
+        prompt = self.family.build(english, german, WARMUP_TEXT, PromptOptions())
+        await warm_up(self.engine, self.engine.encode(prompt), self.sampling, requests)
 
     def as_data(self, text: str) -> str:
         return escape_special_tokens(self.engine.as_data(text), self._family_controls)

@@ -21,6 +21,9 @@ from serve_app.core.errors import DeadlineExceeded, EngineStartupError
 from serve_app.core.schemas import BatchTranslateRequest, TextItem, TranslateRequest
 from serve_app.engine.protocol import GenerationRequest
 from serve_app.engine.vllm import VLLMEngine
+from serve_app.engine.warmup import LONG, SHORT, warm_up
+from serve_app.translation.families import PromptOptions
+from serve_app.translation.languages import Language
 from serve_app.translation.service import TranslationService
 from tests.texts import texts
 
@@ -120,6 +123,21 @@ async def test_deadline_aborts_engine_requests(service: TranslationService) -> N
 
 async def test_health_check_passes_on_a_running_engine(service: TranslationService) -> None:
     await service.check_health()
+
+
+async def test_the_warm_up_decodes_its_batch_on_the_real_engine(
+    service: TranslationService,
+) -> None:
+    """The replica's warm-up (``engine/warmup.py``, run by ``service.start``) through vLLM:
+    16 requests at once with the family's sampling, each exactly its forced length."""
+    ids = service.engine.encode(service.family.build(*_en_de(service), "Hello.", PromptOptions()))
+    done = await warm_up(service.engine, ids, service.flow.sampling, 16)
+    assert sorted(g.output_tokens for g in done) == [SHORT] * 7 + [LONG] * 9
+    assert service.engine.num_unfinished_requests() == 0
+
+
+def _en_de(service: TranslationService) -> tuple[Language, Language]:
+    return service.languages.resolve("en"), service.languages.resolve("de")
 
 
 async def test_missing_model_fails_start_with_a_clear_message(tmp_path: Path) -> None:

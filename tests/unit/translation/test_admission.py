@@ -43,6 +43,7 @@ class SlowEngine(FakeEngine):
 
 async def _service(engine: FakeEngine, limit: int) -> TranslationService:
     args: dict[str, Any] = {
+        "engine": {"model": "fake", "warmup_requests": 0},  # the engines count every request
         "prompt": {"family": "chat"},
         "limits": {"max_input_tokens": 50, "max_batch_items": 1, "max_engine_requests": limit},
         "cache": {"enabled": False},
