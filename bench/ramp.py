@@ -2,7 +2,7 @@
 losing nothing?
 
     python -m bench.ramp --model MODEL_DIR --load-format dummy --out DIR \\
-        [--users 5,60,5] [--step-users 15] [--step-s 20] [--hold-s 20,120,90] \\
+        [--users 5,60,5] [--step-users 15] [--step-s 20] [--hold-s 20,120,60] \\
         [--autoscaling '{"downscale_delay_s": 30}'] [--budget-s 560]
 
 Why: the other benchmarks hold the replica count fixed; users meet the autoscaler. This one
@@ -22,7 +22,7 @@ Ray exports metrics every second here (``RAY_metrics_report_interval_ms``; 10 s 
 so the engine-waiting column is fresh; nothing else differs from production.
 
 Default timing on the GPU: the first replica starts in ~2 min, the profile (5 users 20 s;
-20, 35, 50 for 20 s each; 60 for 120 s; 45, 30, 15 for 20 s each; 5 for 90 s) lasts 350 s;
+20, 35, 50 for 20 s each; 60 for 120 s; 45, 30, 15 for 20 s each; 5 for 60 s) lasts 320 s;
 ``--budget-s`` (seconds since this process started) cuts the load short, if need be, so
 that the results are written before a 10-minute call ends.
 """
@@ -179,7 +179,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--users", default="5,60,5", help="waypoints: users at start, peak(s), end")
     p.add_argument("--step-users", type=int, default=15, help="users added/removed per step")
     p.add_argument("--step-s", type=float, default=20, help="seconds per step between waypoints")
-    p.add_argument("--hold-s", default="20,120,90", help="seconds held at each waypoint")
+    p.add_argument("--hold-s", default="20,120,60", help="seconds held at each waypoint")
     p.add_argument("--pool", type=int, default=1000, help="distinct texts (cycled, made fresh)")
     p.add_argument("--warmup", type=int, default=20, help="requests before the ramp")
     p.add_argument("--seed", type=int, default=0)

@@ -43,19 +43,19 @@ from tests.conftest import ROOT
 # --- the profile ---------------------------------------------------------------------------
 
 
-def test_default_profile_climbs_holds_and_returns_in_350_s() -> None:
+def test_default_profile_climbs_holds_and_returns_in_320_s() -> None:
     ns = parser().parse_args(["--model", "m", "--out", "o"])
     stages = profile(ns)
     assert [s.users for s in stages] == [5, 20, 35, 50, 60, 45, 30, 15, 5]
-    assert duration(stages) == 350
+    assert duration(stages) == 320
     names = ["start 5", "up 5->60", "hold 60", "down 60->5", "end 5"]
     assert [p[0] for p in phases(stages)] == names
     assert phases(stages)[2] == ("hold 60", 80.0, 200.0)
     assert users_at(stages, 0) == 5
     assert users_at(stages, 79.9) == 50
     assert users_at(stages, 80) == 60
-    assert users_at(stages, 349.9) == 5
-    assert users_at(stages, 350) == 0
+    assert users_at(stages, 319.9) == 5
+    assert users_at(stages, 320) == 0
 
 
 def test_profile_with_several_peaks_and_exact_steps() -> None:
