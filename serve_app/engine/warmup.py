@@ -4,12 +4,13 @@ Why: vLLM compiles some GPU kernels only when a step first needs them. Its Trito
 sampler (vLLM 0.26) runs for steps of 8 or more sequences that sample with top-k or top-p, and
 is compiled at the first such step, for each shape class of the batch (Triton specializes a
 size that is a multiple of 16). On an H200 that compile held every request of the replica for
-7.4 s, the first time its batch reached 8 users, and again on the second replica that the
+7.4 s, the first time its batch reached 8 sequences, and again on the second replica that the
 autoscaler started (vLLM logs "Triton kernel JIT compilation during inference",
 bench/results/2026-11-24-h200x2-ramp). A replica that scales up under load must not stall the
 requests it was started for, so the engine decodes a batch first, with the sampling that
-translations use: ``requests`` at once (a multiple of 16 when 16 or more), and some of them
-ending a step before the others, so that later steps run a batch of another size.
+translations use: ``requests`` at once (16 by default, a multiple of 16), and some of them
+ending two steps before the others, so that later steps run a batch of another size (9).
+vLLM's own request counters include them; the service's metrics do not.
 """
 
 from __future__ import annotations
