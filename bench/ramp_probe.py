@@ -51,9 +51,12 @@ def metrics_urls(session: Path | None = None) -> list[str]:
 
 
 def metric_sums(text: str, names: tuple[str, ...]) -> dict[str, float]:
-    """Each of ``names`` summed over its series in a Prometheus text page (absent: not in)."""
+    """Each of ``names`` summed over its series in a Prometheus text page (absent: not in).
+    Only the lines of those metrics are parsed: Ray's page on a node with vLLM is thousands
+    of lines (histograms per replica), and the probe runs beside the users' requests."""
+    wanted = "\n".join(line for line in text.splitlines() if line.startswith(names))
     sums: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
+    for family in text_string_to_metric_families(wanted):
         for sample in family.samples:
             if sample.name in names:
                 sums[sample.name] = sums.get(sample.name, 0.0) + sample.value
@@ -88,7 +91,9 @@ async def engine_sums(client: httpx.AsyncClient, urls: list[str]) -> dict[str, f
         except httpx.HTTPError:
             continue
         answered = True
-        for name, value in metric_sums(text, (WAITING, RUNNING, IN_FLIGHT)).items():
+        # Off the loop that the ramp's users share (the page's size is Ray's, not ours).
+        found = await asyncio.to_thread(metric_sums, text, (WAITING, RUNNING, IN_FLIGHT))
+        for name, value in found.items():
             sums[name] = sums.get(name, 0.0) + value
     return sums if answered else None
 
