@@ -32,6 +32,10 @@ ROUNDS = 3
 # all (measured quiet: 36-88 ms).
 QUIET_S = 0.03
 QUIET_CONTROL_S = 0.1
+# The p99 bar on a quiet machine. Planning on the loop (the bug this guards) measured p99
+# 1.3-1.6 s quiet; planning in its thread 36-72 ms, but once 108 ms late in a full CI run
+# (the control 47 ms) and 37 ms alone minutes later: 200 ms keeps the bug six times over.
+QUIET_BOUND_S = 0.2
 
 
 # One probe every PROBE_EVERY_S seconds, whether the last one has answered or not.
@@ -125,10 +129,10 @@ def test_healthz_stays_fast_while_the_longest_texts_are_planned(served: str) -> 
     # tiers in parallel) the probes alone take 28-92 ms and no code can take that back:
     # planning then measured 258-293 ms, 1.5-2.3 times the control (the same bytes refused
     # before planning). With the tokenizer holding the GIL: 1.3-1.6 s quiet, 3.8 s (20 times
-    # the control) beside a busy core. So: 100 ms on a quiet machine, four times the control
-    # on a busy one (once the control alone took 166 ms, planning 162 ms).
+    # the control) beside a busy core. So: a bar on a quiet machine, four times the control
+    # on a busy one (once the control alone took 166 ms, planning 162 ms); QUIET_BOUND_S.
     quiet = _quiet(idle, control)
-    bound = 0.1 if quiet else 4 * _p99(control)
+    bound = QUIET_BOUND_S if quiet else 4 * _p99(control)
     assert _p99(latencies) < bound, (quiet, bound, sorted(latencies)[-5:])
 
 
