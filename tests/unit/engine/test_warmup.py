@@ -95,3 +95,19 @@ async def test_the_service_warms_its_engine_up_before_it_is_ready(requests: int)
         assert job.top_k == family.sampling.top_k
         assert job.top_p == family.sampling.top_p
         assert "".join(map(chr, job.prompt_token_ids)).count("The weather is fine today") == 1
+
+
+async def test_the_replica_is_not_ready_while_its_engine_warms_up() -> None:
+    config = AppConfig(engine={"model": "fake"})  # type: ignore[arg-type]
+    engine = FakeEngine()
+    engine.warmup_as_requests = True
+    engine.hold = asyncio.Event()
+    service = TranslationService(config, engine)
+    starting = asyncio.create_task(service.start())
+    async with asyncio.timeout(5):
+        while len(engine.active) < config.engine.warmup_requests:
+            await asyncio.sleep(0.01)
+    assert not service.ready  # Ray Serve routes to the replica only after start() returns
+    engine.hold.set()
+    await starting
+    assert service.ready
