@@ -1,0 +1,77 @@
+"""bench.h2h_ratios: this project over the peer in either start order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import h2h_ratios
+
+
+def _side(rps: float, p95: float, ttft: float | None = None) -> dict[str, Any]:
+    return {"rps": rps, "p95_s": p95, "ttft_p50_s": ttft, "ttft_p95_s": ttft and ttft * 3,
+            "halves_rps": [rps - 1, rps + 1]}  # fmt: skip
+
+
+def _journey(systems: list[str], rounds: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict:
+    per_round = [dict(zip(systems, pair, strict=True)) for pair in rounds]
+    return {"machine": "GPU", "head_to_head": {"systems": systems, "design": "abba",
+            "requests_per_run": 100, "rounds": per_round}}  # fmt: skip
+
+
+def _write(root: Path, name: str, journey: dict[str, Any]) -> Path:
+    (root / name).mkdir()
+    (root / name / "journey.json").write_text(json.dumps(journey))
+    return root / name
+
+
+def test_both_orders_read_as_this_project_over_the_peer(tmp_path: Path) -> None:
+    ours_first = _write(tmp_path, "ours-first", _journey(
+        ["ray_serve", "vllm_serve"],
+        [(_side(55, 0.8), _side(50, 1.0)), (_side(44, 1.0), _side(55, 0.8))],
+    ))  # fmt: skip
+    peer_first = _write(tmp_path, "vllm-first", _journey(
+        ["vllm_serve", "ray_serve"],
+        [(_side(50, 1.0, 0.04), _side(51, 0.9, 0.02))],
+    ))  # fmt: skip
+    result = h2h_ratios.collect([ours_first, peer_first])
+    first = result["runs"]["ours-first"]
+    assert [r["rps_ratio"] for r in first["rounds"]] == [1.1, 0.8]
+    assert [r["p95_ratio"] for r in first["rounds"]] == [0.8, 1.25]
+    assert first["medians"]["rps_ratio"] == {"median": 0.95, "min": 0.8, "max": 1.1, "n": 2}
+    (row,) = result["runs"]["vllm-first"]["rounds"]
+    assert row["peer_rps"] == 50
+    assert row["ours_rps"] == 51
+    assert row["rps_ratio"] == 1.02
+    assert row["ours_ttft_p50_ms"] == 20.0
+    assert row["ttft_p50_ratio"] == 0.5
+    assert row["ours_halves_rps"] == [50, 52]
+    assert "ttft_p50_ratio" not in first["rounds"][0]  # no TTFT in a non-streaming run
+    assert result["all_rounds"]["rps_ratio"]["n"] == 3
+    assert result["all_rounds"]["rps_ratio"]["median"] == 1.02
+    table = h2h_ratios.markdown(result)
+    assert "| vllm-first | 1 | 51 | 50 | 1.02 | 0.9 | 20.0 / 40.0 |" in table
+    assert "| all | 3 | 1.02 (0.8-1.1) |" in table
+
+
+def test_a_run_without_this_project_is_refused(tmp_path: Path) -> None:
+    control = _write(tmp_path, "control", _journey(
+        ["vllm_serve", "vllm_serve@2"], [(_side(50, 1.0), _side(50, 1.0))]
+    ))  # fmt: skip
+    with pytest.raises(ValueError, match="ray_serve"):
+        h2h_ratios.collect([control])
+
+
+def test_the_command_writes_ratios_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    run = _write(tmp_path, "r", _journey(
+        ["ray_serve", "vllm_serve"], [(_side(60, 0.5), _side(50, 0.5))]
+    ))  # fmt: skip
+    monkeypatch.setattr("sys.argv", ["h2h_ratios", str(tmp_path / "out"), str(run)])
+    h2h_ratios.main()
+    saved = json.loads((tmp_path / "out" / "ratios.json").read_text())
+    assert saved["runs"]["r"]["rounds"][0]["rps_ratio"] == 1.2
+    assert "| r | 1 | 60 | 50 | 1.2 | 1.0 |" in capsys.readouterr().out
