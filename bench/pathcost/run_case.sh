@@ -53,6 +53,8 @@ echo "proxy_us_per_request $(( (p1 - p0) * 1000000 / hz / n ))" >> $OUT/cpu.txt
 cat $OUT/cpu.txt
 kill -INT $SP; sleep 3
 ray stop --force >/dev/null 2>&1
+# The HAProxy ingress outlives a cluster stopped this way: free its ports for the next case.
+python -c "from serve_app.tools.launcher import stop_orphaned_haproxies; stop_orphaned_haproxies()"
 kill -9 $SP 2>/dev/null  # `serve run` may keep waiting for the cluster it just lost
 wait $SP 2>/dev/null
 tail -30 $OUT/loadgen.log

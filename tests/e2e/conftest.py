@@ -19,7 +19,7 @@ import psutil
 import pytest
 import yaml
 
-from serve_app.tools.launcher import derive_config, ray_env
+from serve_app.tools.launcher import derive_config, ray_env, stop_orphaned_haproxies
 from tests.conftest import ROOT
 from tests.e2e.replicas import engine_cores
 
@@ -69,7 +69,8 @@ def _engine_cores() -> list[psutil.Process]:
 def _stop(proc: subprocess.Popen, env: dict[str, str]) -> None:
     """Stops `serve run` and the cluster. `ray stop --force` kills the raylet before it has
     reaped its workers' children: engine cores still alive then outlived the cluster (seen
-    after runs of one module, holding their memory for hours), so they are killed too."""
+    after runs of one module, holding their memory for hours), so they are killed too, and
+    so is the HAProxy of Ray's HAProxy ingress if the cluster left it (its ports)."""
     cores = _engine_cores()
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
@@ -82,6 +83,7 @@ def _stop(proc: subprocess.Popen, env: dict[str, str]) -> None:
     for core in cores:
         with contextlib.suppress(psutil.Error):
             core.kill()
+    stop_orphaned_haproxies()
 
 
 def _ray(*args: str, env: dict[str, str]) -> None:
@@ -142,6 +144,7 @@ def serve_cluster(
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
     }
     _ray("stop", "--force", env=env)
+    stop_orphaned_haproxies()  # one left by a cluster before (the README demo's...) holds ports
     _ray("start", "--head", *ray_args, "--num-cpus=2", "--disable-usage-stats", env=env)
     log = (workdir / "serve.log").open("w")
     proc = subprocess.Popen(

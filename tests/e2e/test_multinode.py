@@ -1,11 +1,12 @@
 """Multi-node on one machine: a Ray head and three worker nodes, the app deployed with
-`serve deploy`, real vLLM engines (tiny model) and HTTP through Ray's proxies.
+`serve deploy`, real vLLM engines (tiny model) and HTTP through the head's HAProxy ingress to
+the replicas' own HTTP servers on the other nodes.
 
 Each worker node offers one ``gpu_slot`` and each replica asks for one, as a GPU node offers
 one GPU and a replica asks for ``num_gpus: 1`` in serve_config.yaml: so one replica lands per
 worker node and none on the head. Two replicas run on two of the three workers; the third is
 the spare a lost replica is rescheduled on. The test shows the replicas on different nodes,
-requests through the proxy served by both, then removes a replica's node under load: with the
+requests through the ingress served by both, then removes a replica's node under load: with the
 project's retrying client every request is answered, and the replica comes back on the spare.
 
 It takes about 3 minutes on a 2-core machine (three engine starts: ~95 s to deploy two, ~60 s
@@ -16,6 +17,7 @@ other e2e modules (sorted after this one) start theirs.
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -30,7 +32,7 @@ import pytest
 import yaml
 
 from serve_app.client import Outcome, RetryPolicy, TranslationClient
-from serve_app.tools.launcher import derive_config
+from serve_app.tools.launcher import derive_config, ray_env, stop_orphaned_haproxies
 from tests.conftest import ROOT
 from tests.e2e.conftest import free_port
 from tests.texts import texts
@@ -68,7 +70,11 @@ class MultiNode:
 def _serve_config(tiny_model_dir: Path, port: int) -> dict[str, Any]:
     return derive_config(
         ROOT / "serve_config.cpu.yaml",
-        top={"http_options": {"port": port}},
+        # One ingress, the head's: with the HAProxy ingress each node's HAProxy binds the same
+        # ports (HTTP, stats, metrics), which nodes on one machine cannot share; on a real
+        # cluster every node runs its own (EveryNode). The head's reaches the replicas on the
+        # other nodes through their own HTTP ports.
+        top={"http_options": {"port": port}, "proxy_location": "HeadOnly"},
         args={
             "engine": {"model": str(tiny_model_dir), "max_model_len": 2048},
             "prompt": {"family": "chat"},
@@ -111,6 +117,11 @@ def multinode(
     from ray.cluster_utils import Cluster
 
     port, dashboard_port = free_port(), free_port()
+    config = _serve_config(tiny_model_dir, port)
+    # The config's Ray Serve settings (the HAProxy ingress) reach Ray's controller and
+    # proxies through the environment they start in, as serve.sh and the cluster configs do.
+    saved = {key: os.environ.get(key) for key in ray_env(config)}
+    os.environ.update(ray_env(config))
     cluster = Cluster(
         initialize_head=True,
         head_node_args={
@@ -128,13 +139,19 @@ def multinode(
         dashboard = f"http://127.0.0.1:{dashboard_port}"
         state = MultiNode(cluster, f"http://127.0.0.1:{port}", dashboard, workers)
         path = tmp_path_factory.mktemp("multinode") / "serve_config.multinode.yaml"
-        path.write_text(yaml.safe_dump(_serve_config(tiny_model_dir, port), sort_keys=False))
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
         _wait_for(lambda: httpx.get(f"{dashboard}/api/version").is_success, 60, "dashboard")
         _serve("deploy", "--address", dashboard, str(path))
         _wait_for(lambda: len(state.replicas()) == 2, START_TIMEOUT_S, "2 replicas running")
         yield state
     finally:
         cluster.shutdown()
+        stop_orphaned_haproxies()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 async def _send(
@@ -164,12 +181,12 @@ def test_one_replica_per_worker_node_and_none_on_the_head(multinode: MultiNode) 
     assert len(placement) == 2
     assert len(set(nodes)) == 2, placement  # on different nodes
     assert set(nodes) <= set(multinode.workers), "a replica on the head node"
-    # Ray's proxy runs on the head and on every node with a replica.
+    # The ingress (HAProxy and Ray's fallback proxy) runs on the head only (HeadOnly).
     proxies = multinode.details()["proxies"]
     healthy = {node for node, proxy in proxies.items() if proxy["status"] == "HEALTHY"}
     head = multinode.ray_cluster.head_node.node_id
     print(f"proxies: { {n[:8]: p['status'] for n, p in proxies.items()} }, head {head[:8]}")
-    assert {head, *nodes} <= healthy, proxies
+    assert healthy == {head}, proxies
 
 
 def test_requests_through_the_proxy_are_served_by_every_replica(multinode: MultiNode) -> None:

@@ -105,6 +105,27 @@ def test_start_commands_join_the_head_and_export_metrics(launcher: dict[str, Any
     assert "--address=$RAY_HEAD_IP:6379" in worker
     for command in (head, worker):
         assert "--metrics-export-port=8080" in command
+        # Ray's controller and proxies get the config's RAY_SERVE_* settings at start.
+        exports = "launcher ray-env serve_config.yaml)"
+        assert command.index(exports) < command.index("ray start")
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container["env"] if "value" in e}
+
+
+def test_every_pod_starts_ray_with_the_configs_ray_serve_settings(
+    manifest: dict[str, Any],
+) -> None:
+    from serve_app.tools.launcher import ray_env
+
+    expected = ray_env(load_serve_config(ROOT / "serve_config.yaml"))
+    assert expected["RAY_SERVE_ENABLE_HA_PROXY"] == "1"
+    cluster = manifest["spec"]["rayClusterConfig"]
+    pods = [cluster["headGroupSpec"]] + cluster["workerGroupSpecs"]
+    for pod in pods:
+        (container,) = pod["template"]["spec"]["containers"]
+        assert {k: v for k, v in _env(container).items() if k.startswith("RAY_SERVE_")} == expected
 
 
 # --- KubeRay RayService -----------------------------------------------------------------

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
@@ -121,17 +123,23 @@ def test_ray_env_exports_only_the_ray_serve_settings(tmp_path: Path) -> None:
         ROOT / "serve_config.cpu.yaml",
         runtime_env={"env_vars": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "OTHER": "x"}},
     )
-    assert ray_env(config) == {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", **PROXY_ENV}
+    assert ray_env(config) == {
+        "RAY_SERVE_ENABLE_HA_PROXY": "1",  # the config's own
+        "RAY_SERVE_THROUGHPUT_OPTIMIZED": "1",
+        **PROXY_ENV,
+    }
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(config))
     assert main(["ray-env", str(path)]) == 0
 
 
-def test_the_production_config_leaves_ray_serve_at_its_defaults() -> None:
+@pytest.mark.parametrize("name", ["serve_config.yaml", "serve_config.cpu.yaml"])
+def test_the_configs_turn_on_ray_serves_haproxy_ingress_and_nothing_else(name: str) -> None:
     from serve_app.tools.launcher import load_serve_config, ray_env
 
-    # but for the proxy's header cleaning (serving/proxy_headers.py)
-    assert ray_env(load_serve_config(ROOT / "serve_config.yaml")) == PROXY_ENV
+    # and the header cleaning of Ray's proxy (serving/proxy_headers.py), if it is used
+    expected = {"RAY_SERVE_ENABLE_HA_PROXY": "1", **PROXY_ENV}
+    assert ray_env(load_serve_config(ROOT / name)) == expected
 
 
 # Ray's current-cluster file, as `ray start --head` leaves it, in a temp dir of the test's own.
@@ -214,3 +222,56 @@ def test_no_cluster_file_leaves_ray_its_choice(
 ) -> None:
     assert not ray_address_file.exists()
     assert _ray_address(capsys) == ("", "")
+
+
+def _fake_haproxy(tmp_path: Path) -> Path:
+    """A stand-in for Ray's HAProxy binary: ``sleep`` at the path Ray runs it from."""
+    binary = tmp_path / "site-packages" / launcher.HAPROXY_BINARY
+    binary.parent.mkdir(parents=True)
+    binary.write_bytes(Path("/bin/sleep").read_bytes())
+    binary.chmod(0o755)
+    return binary
+
+
+def _pids_running(binary: Path) -> set[int]:
+    found = set()
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmdline = proc.info["cmdline"] or []
+        if cmdline[:1] == [str(binary)] and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.add(proc.pid)
+    return found
+
+
+def test_an_haproxy_left_by_a_dead_cluster_is_stopped_and_a_live_ones_kept(
+    tmp_path: Path,
+) -> None:
+    """A cluster killed without Serve's shutdown leaves its HAProxy holding port 8000: the
+    next `serve run` stops it. An HAProxy whose Ray manager lives is not touched."""
+    binary = _fake_haproxy(tmp_path)
+    # Orphaned: its parent, a shell, exits at once.
+    subprocess.run(["sh", "-c", f"'{binary}' 60 >/dev/null 2>&1 &"], check=True)
+    # Live: its parent is a process that names itself Ray's HAProxy manager.
+    manager = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import subprocess; subprocess.run(['{binary}', '60'])",
+            "ray::HAProxyManager",
+        ]
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while len(_pids_running(binary)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        before = _pids_running(binary)
+        assert len(before) == 2
+        # Only this test's: a real cluster's HAProxy may be orphaned beside it (other tests).
+        orphans = {p.pid for p in launcher.orphaned_haproxies()} & before
+        assert len(orphans) == 1
+        assert launcher.stop_orphaned_haproxies() >= 1
+        assert _pids_running(binary) == before - orphans
+    finally:
+        manager.kill()
+        for pid in _pids_running(binary):
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).kill()
