@@ -11,6 +11,7 @@ crash of the process (a power loss may take the last few).
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -74,6 +75,28 @@ class SqliteDatabase(Database):
         await self.conn.close()
 
 
+# busy_timeout: the keys command may write to the same file from another process. It comes
+# first: switching to WAL waits for another connection's transaction only with it.
+PRAGMAS = ("busy_timeout=10000", "journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON")
+# The switch to WAL needs the file to itself, and SQLite answers "database is locked" at once,
+# without its busy timeout, when another connection opening the same new file holds it (seen
+# with 4 opening together on a loaded machine): tried again for up to this long.
+LOCKED_RETRY_S = 10.0
+
+
+async def _set_pragmas(conn: aiosqlite.Connection, retry_s: float = LOCKED_RETRY_S) -> None:
+    deadline = time.monotonic() + retry_s
+    for pragma in PRAGMAS:
+        while True:
+            try:
+                await conn.execute(f"PRAGMA {pragma}")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.05)
+
+
 async def open_sqlite(
     path: str, limits: StoreLimits | None = None, clock: Clock = time.time
 ) -> SqlStore:
@@ -81,13 +104,9 @@ async def open_sqlite(
     if path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     conn = await aiosqlite.connect(path, isolation_level=None)
-    # busy_timeout: the keys command may write to the same file from another process. It
-    # comes first: switching to WAL waits for another connection's transaction only with it.
-    pragmas = ("busy_timeout=10000", "journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON")
-    for pragma in pragmas:
-        await conn.execute(f"PRAGMA {pragma}")
     db = SqliteDatabase(conn, limits or StoreLimits(), clock)
     try:
+        await _set_pragmas(conn)
         await db.migrate()
     except BaseException:
         await conn.close()

@@ -4,11 +4,13 @@ replicas start at once."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 
 import pytest
 
 from serve_app.store.sql.database import Migration, migrations
 from serve_app.store.sql.store import SqlStore
+from serve_app.store.sqlite import PRAGMAS, _set_pragmas
 from tests.unit.store.conftest import StoreFactory
 
 pytestmark = pytest.mark.unit
@@ -35,3 +37,29 @@ def test_statements_split_at_semicolons_ending_lines() -> None:
         "CREATE TABLE a (x TEXT)",
         "CREATE INDEX i ON a (x)",
     ]
+
+
+class _LockedConn:
+    """Answers "database is locked" to its first ``locked`` statements."""
+
+    def __init__(self, locked: int, error: str = "database is locked") -> None:
+        self.locked, self.error, self.done = locked, error, []
+
+    async def execute(self, sql: str) -> None:
+        if self.locked:
+            self.locked -= 1
+            raise sqlite3.OperationalError(self.error)
+        self.done.append(sql)
+
+
+async def test_a_store_opening_beside_another_waits_out_the_lock_on_its_pragmas() -> None:
+    conn = _LockedConn(locked=3)
+    await _set_pragmas(conn)  # type: ignore[arg-type]
+    assert conn.done == [f"PRAGMA {p}" for p in PRAGMAS]
+
+
+async def test_pragmas_give_up_past_the_deadline_and_on_other_errors() -> None:
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        await _set_pragmas(_LockedConn(locked=10**6), retry_s=0.2)  # type: ignore[arg-type]
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        await _set_pragmas(_LockedConn(locked=1, error="disk I/O error"))  # type: ignore[arg-type]
