@@ -138,16 +138,21 @@ def build(args: dict[str, Any]) -> Application:
 
 
 def write_config(out: Path) -> Path:
-    """A serve config of this app (one replica, the tiny model's tokenizer) at ``out``."""
+    """A serve config of this app (one replica, the tiny model's tokenizer) at ``out``. The
+    ``RAY_SERVE_*`` variables of this process's environment (``run_case.sh NAME VAR=VALUE``) go
+    into its runtime env too, so that the replicas see what Ray's controller sees (e.g.
+    ``RAY_SERVE_ENABLE_HA_PROXY=0``: Ray's proxy instead of the configs' HAProxy ingress)."""
     from serve_app.tools.launcher import derive_config, stdout_to_stderr
     from serve_app.tools.tiny_model import build_tiny_model
 
     with stdout_to_stderr():  # a shell captures the path this prints
         model = build_tiny_model(out.parent / "tiny-model")
+    ray_serve_env = {k: v for k, v in os.environ.items() if k.startswith("RAY_SERVE_")}
     config = derive_config(
         "serve_config.cpu.yaml",
         args={"engine": {"model": str(model)}, "limits": {"max_engine_requests": 64}},
         deployment={"num_replicas": 1, "max_ongoing_requests": 32, "max_queued_requests": 64},
+        runtime_env={"env_vars": ray_serve_env},
     )
     config["applications"][0]["import_path"] = "bench.pathcost.instant:build"
     out.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -1,6 +1,6 @@
 """Multi-node on one machine: a Ray head and three worker nodes, the app deployed with
-`serve deploy`, real vLLM engines (tiny model) and HTTP through the head's HAProxy ingress to
-the replicas' own HTTP servers on the other nodes.
+`serve deploy`, real vLLM engines (tiny model) and HTTP through the head's ingress to the
+replicas on the other nodes.
 
 Each worker node offers one ``gpu_slot`` and each replica asks for one, as a GPU node offers
 one GPU and a replica asks for ``num_gpus: 1`` in serve_config.yaml: so one replica lands per
@@ -70,10 +70,9 @@ class MultiNode:
 def _serve_config(tiny_model_dir: Path, port: int) -> dict[str, Any]:
     return derive_config(
         ROOT / "serve_config.cpu.yaml",
-        # One ingress, the head's: with the HAProxy ingress each node's HAProxy binds the same
-        # ports (HTTP, stats, metrics), which nodes on one machine cannot share; on a real
-        # cluster every node runs its own (EveryNode). The head's reaches the replicas on the
-        # other nodes through their own HTTP ports.
+        # One ingress, the head's: with the HAProxy ingress on (RAY_SERVE_ENABLE_HA_PROXY "1"),
+        # each node's HAProxy binds the same ports (HTTP, stats, metrics), which nodes on one
+        # machine cannot share; on a real cluster every node runs its own (EveryNode).
         top={"http_options": {"port": port}, "proxy_location": "HeadOnly"},
         args={
             "engine": {"model": str(tiny_model_dir), "max_model_len": 2048},
@@ -118,7 +117,7 @@ def multinode(
 
     port, dashboard_port = free_port(), free_port()
     config = _serve_config(tiny_model_dir, port)
-    # The config's Ray Serve settings (the HAProxy ingress) reach Ray's controller and
+    # The config's Ray Serve settings (RAY_SERVE_ENABLE_HA_PROXY...) reach Ray's controller and
     # proxies through the environment they start in, as serve.sh and the cluster configs do.
     saved = {key: os.environ.get(key) for key in ray_env(config)}
     os.environ.update(ray_env(config))
@@ -181,7 +180,7 @@ def test_one_replica_per_worker_node_and_none_on_the_head(multinode: MultiNode) 
     assert len(placement) == 2
     assert len(set(nodes)) == 2, placement  # on different nodes
     assert set(nodes) <= set(multinode.workers), "a replica on the head node"
-    # The ingress (HAProxy and Ray's fallback proxy) runs on the head only (HeadOnly).
+    # The ingress runs on the head only (HeadOnly).
     proxies = multinode.details()["proxies"]
     healthy = {node for node, proxy in proxies.items() if proxy["status"] == "HEALTHY"}
     head = multinode.ray_cluster.head_node.node_id

@@ -120,7 +120,7 @@ def test_every_pod_starts_ray_with_the_configs_ray_serve_settings(
     from serve_app.tools.launcher import ray_env
 
     expected = ray_env(load_serve_config(ROOT / "serve_config.yaml"))
-    assert expected["RAY_SERVE_ENABLE_HA_PROXY"] == "1"
+    assert expected["RAY_SERVE_ENABLE_HA_PROXY"] == "0"
     cluster = manifest["spec"]["rayClusterConfig"]
     pods = [cluster["headGroupSpec"]] + cluster["workerGroupSpecs"]
     for pod in pods:

@@ -124,7 +124,7 @@ def test_ray_env_exports_only_the_ray_serve_settings(tmp_path: Path) -> None:
         runtime_env={"env_vars": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "OTHER": "x"}},
     )
     assert ray_env(config) == {
-        "RAY_SERVE_ENABLE_HA_PROXY": "1",  # the config's own
+        "RAY_SERVE_ENABLE_HA_PROXY": "0",  # the config's own
         "RAY_SERVE_THROUGHPUT_OPTIMIZED": "1",
         **PROXY_ENV,
     }
@@ -134,11 +134,11 @@ def test_ray_env_exports_only_the_ray_serve_settings(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["serve_config.yaml", "serve_config.cpu.yaml"])
-def test_the_configs_turn_on_ray_serves_haproxy_ingress_and_nothing_else(name: str) -> None:
+def test_the_configs_name_ray_serves_haproxy_ingress_off_and_nothing_else(name: str) -> None:
     from serve_app.tools.launcher import load_serve_config, ray_env
 
     # and the header cleaning of Ray's proxy (serving/proxy_headers.py), if it is used
-    expected = {"RAY_SERVE_ENABLE_HA_PROXY": "1", **PROXY_ENV}
+    expected = {"RAY_SERVE_ENABLE_HA_PROXY": "0", **PROXY_ENV}
     assert ray_env(load_serve_config(ROOT / name)) == expected
 
 
