@@ -1,6 +1,6 @@
 """Multi-node on one machine: a Ray head and three worker nodes, the app deployed with
-`serve deploy`, real vLLM engines (tiny model) and HTTP through the head's ingress to the
-replicas on the other nodes.
+`serve deploy`, real vLLM engines (tiny model) and HTTP through Ray Serve's ingress (Ray's
+proxies; HAProxy on the head when the config turns it on).
 
 Each worker node offers one ``gpu_slot`` and each replica asks for one, as a GPU node offers
 one GPU and a replica asks for ``num_gpus: 1`` in serve_config.yaml: so one replica lands per
@@ -50,6 +50,7 @@ class MultiNode:
     url: str
     dashboard: str
     workers: dict[str, Any] = field(default_factory=dict)  # node id -> ray node handle
+    haproxy: bool = False  # the HAProxy ingress (on the head only) instead of Ray's proxies
 
     def details(self) -> dict[str, Any]:
         """Serve's own view of the cluster (applications, replicas, proxies), from its REST API
@@ -67,13 +68,15 @@ class MultiNode:
         return {x["replica_id"]: x["node_id"] for x in running}
 
 
+def _haproxy(config: dict[str, Any]) -> bool:
+    """Whether the config turns Ray Serve's HAProxy ingress on."""
+    return ray_env(config).get("RAY_SERVE_ENABLE_HA_PROXY") == "1"
+
+
 def _serve_config(tiny_model_dir: Path, port: int) -> dict[str, Any]:
-    return derive_config(
+    config = derive_config(
         ROOT / "serve_config.cpu.yaml",
-        # One ingress, the head's: with the HAProxy ingress on (RAY_SERVE_ENABLE_HA_PROXY "1"),
-        # each node's HAProxy binds the same ports (HTTP, stats, metrics), which nodes on one
-        # machine cannot share; on a real cluster every node runs its own (EveryNode).
-        top={"http_options": {"port": port}, "proxy_location": "HeadOnly"},
+        top={"http_options": {"port": port}},
         args={
             "engine": {"model": str(tiny_model_dir), "max_model_len": 2048},
             "prompt": {"family": "chat"},
@@ -87,6 +90,12 @@ def _serve_config(tiny_model_dir: Path, port: int) -> dict[str, Any]:
             "max_ongoing_requests": 16,
         },
     )
+    if _haproxy(config):
+        # One ingress, the head's: each node's HAProxy binds the same ports (HTTP, stats,
+        # metrics), which nodes on one machine cannot share; on a real cluster every node
+        # runs its own (EveryNode, the config's).
+        config["proxy_location"] = "HeadOnly"
+    return config
 
 
 def _serve(*args: str) -> None:
@@ -136,7 +145,9 @@ def multinode(
             workers[node.node_id] = node
         cluster.wait_for_nodes()
         dashboard = f"http://127.0.0.1:{dashboard_port}"
-        state = MultiNode(cluster, f"http://127.0.0.1:{port}", dashboard, workers)
+        state = MultiNode(
+            cluster, f"http://127.0.0.1:{port}", dashboard, workers, haproxy=_haproxy(config)
+        )
         path = tmp_path_factory.mktemp("multinode") / "serve_config.multinode.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         _wait_for(lambda: httpx.get(f"{dashboard}/api/version").is_success, 60, "dashboard")
@@ -180,12 +191,14 @@ def test_one_replica_per_worker_node_and_none_on_the_head(multinode: MultiNode) 
     assert len(placement) == 2
     assert len(set(nodes)) == 2, placement  # on different nodes
     assert set(nodes) <= set(multinode.workers), "a replica on the head node"
-    # The ingress runs on the head only (HeadOnly).
+    # Ray's proxy runs on the head and on every node with a replica (EveryNode); the HAProxy
+    # ingress, when the config turns it on, on the head only (HeadOnly, above).
     proxies = multinode.details()["proxies"]
     healthy = {node for node, proxy in proxies.items() if proxy["status"] == "HEALTHY"}
     head = multinode.ray_cluster.head_node.node_id
     print(f"proxies: { {n[:8]: p['status'] for n, p in proxies.items()} }, head {head[:8]}")
-    assert healthy == {head}, proxies
+    expected = {head} if multinode.haproxy else {head, *nodes}
+    assert expected <= healthy, proxies
 
 
 def test_requests_through_the_proxy_are_served_by_every_replica(multinode: MultiNode) -> None:
