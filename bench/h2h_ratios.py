@@ -110,8 +110,8 @@ def _pair(row: dict[str, Any], name: str) -> str:
     return f"{row[f'ours_{name}_ms']} / {row[f'peer_{name}_ms']}"
 
 
-def _spread_cell(spread: dict[str, Any] | None) -> str:
-    return "" if spread is None else f"{spread['median']} ({spread['min']}-{spread['max']})"
+def _spread_cell(figure: dict[str, Any] | None) -> str:
+    return "" if figure is None else f"{figure['median']} ({figure['min']}-{figure['max']})"
 
 
 def markdown(result: dict[str, Any]) -> str:

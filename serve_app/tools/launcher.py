@@ -205,7 +205,8 @@ def serve_run_address(env: Mapping[str, str]) -> str | None:
     """The ``--address`` for ``serve run`` under ``env``: ``local`` (a fresh local Ray) when
     Ray's current-cluster file is stale, else None (Ray's own choice stands). Says why on
     stderr. Pass it on the command line only: ``RAY_ADDRESS=local`` in the environment would
-    reach Ray's own processes."""
+    reach Ray's own processes. Called right before ``serve run``, it first stops the HAProxies
+    that dead clusters left (``stop_orphaned_haproxies``): they would hold the new one's ports."""
     stop_orphaned_haproxies()
     stale = stale_ray_address(env)
     if stale is None:
