@@ -29,6 +29,8 @@ MANIFEST = Path("cluster/kuberay/rayservice.yaml")
 # Built from cluster/kuberay/Dockerfile; push it where your cluster pulls from.
 IMAGE = "ghcr.io/your-org/serve-app:0.1.0-gpu"
 GPUS_PER_POD = 1  # one RTX 5090-class GPU per worker pod
+# Where the image's Dockerfile writes the HAProxy script (serve_app/tools/haproxy.py).
+IMAGE_HAPROXY = "/home/ray/serve-app-haproxy"
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ def pod_env(serve_config: dict[str, Any]) -> str:
     """The config's Ray Serve variables as a pod's ``env`` entries."""
     return "\n".join(
         f"- {{name: {key}, value: {json.dumps(value)}}}"
-        for key, value in sorted(ray_env(serve_config).items())
+        for key, value in sorted(ray_env(serve_config, haproxy=IMAGE_HAPROXY).items())
     )
 
 

@@ -122,12 +122,20 @@ def derive_config(
     return config
 
 
-def ray_env(config: dict[str, Any]) -> dict[str, str]:
+def ray_env(config: dict[str, Any], haproxy: str | None = None) -> dict[str, str]:
     """The ``RAY_SERVE_*`` variables of the first application's runtime env, and the proxy
-    callback that cleans the headers Ray's proxy would fail on (``serving/proxy_headers.py``)."""
+    callback that cleans the headers Ray's proxy would fail on (``serving/proxy_headers.py``).
+
+    When they turn the HAProxy ingress on, also the HAProxy that Ray runs: ``haproxy``, else
+    the script ``tools/haproxy.py`` writes on this machine (Ray's binary with kernel splicing
+    off, without which HAProxy misses clients' disconnects)."""
     env_vars = (config["applications"][0].get("runtime_env") or {}).get("env_vars") or {}
     out = {k: str(v) for k, v in env_vars.items() if k.startswith("RAY_SERVE_")}
     out.setdefault("RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", PROXY_CALLBACK)
+    if out.get("RAY_SERVE_ENABLE_HA_PROXY") == "1" and "RAY_SERVE_HAPROXY_BINARY_PATH" not in out:
+        from serve_app.tools.haproxy import ensure_wrapper
+
+        out["RAY_SERVE_HAPROXY_BINARY_PATH"] = haproxy or str(ensure_wrapper())
     return out
 
 

@@ -117,10 +117,15 @@ def _env(container: dict[str, Any]) -> dict[str, str]:
 def test_every_pod_starts_ray_with_the_configs_ray_serve_settings(
     manifest: dict[str, Any],
 ) -> None:
+    from serve_app.tools.kuberay import IMAGE_HAPROXY
     from serve_app.tools.launcher import ray_env
 
-    expected = ray_env(load_serve_config(ROOT / "serve_config.yaml"))
-    assert expected["RAY_SERVE_ENABLE_HA_PROXY"] == "0"
+    expected = ray_env(load_serve_config(ROOT / "serve_config.yaml"), haproxy=IMAGE_HAPROXY)
+    assert expected["RAY_SERVE_ENABLE_HA_PROXY"] == "1"
+    # The HAProxy that Ray runs is the one the image's Dockerfile writes (tools/haproxy.py).
+    assert expected["RAY_SERVE_HAPROXY_BINARY_PATH"] == IMAGE_HAPROXY
+    dockerfile = (ROOT / "cluster/kuberay/Dockerfile").read_text()
+    assert f"RUN python -m serve_app.tools.haproxy {IMAGE_HAPROXY}\n" in dockerfile
     cluster = manifest["spec"]["rayClusterConfig"]
     pods = [cluster["headGroupSpec"]] + cluster["workerGroupSpecs"]
     for pod in pods:

@@ -123,8 +123,9 @@ def test_ray_env_exports_only_the_ray_serve_settings(tmp_path: Path) -> None:
         ROOT / "serve_config.cpu.yaml",
         runtime_env={"env_vars": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "OTHER": "x"}},
     )
-    assert ray_env(config) == {
-        "RAY_SERVE_ENABLE_HA_PROXY": "0",  # the config's own
+    assert ray_env(config, haproxy="/h") == {
+        "RAY_SERVE_ENABLE_HA_PROXY": "1",  # the config's own
+        "RAY_SERVE_HAPROXY_BINARY_PATH": "/h",  # the HAProxy Ray runs (tools/haproxy.py)
         "RAY_SERVE_THROUGHPUT_OPTIMIZED": "1",
         **PROXY_ENV,
     }
@@ -134,12 +135,17 @@ def test_ray_env_exports_only_the_ray_serve_settings(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["serve_config.yaml", "serve_config.cpu.yaml"])
-def test_the_configs_name_ray_serves_haproxy_ingress_off_and_nothing_else(name: str) -> None:
+def test_the_configs_turn_ray_serves_haproxy_ingress_on_and_nothing_else(name: str) -> None:
     from serve_app.tools.launcher import load_serve_config, ray_env
 
-    # and the header cleaning of Ray's proxy (serving/proxy_headers.py), if it is used
-    expected = {"RAY_SERVE_ENABLE_HA_PROXY": "0", **PROXY_ENV}
-    assert ray_env(load_serve_config(ROOT / name)) == expected
+    # with its HAProxy, and the header cleaning of Ray's proxy (serving/proxy_headers.py), which
+    # is still HAProxy's fallback while no replica is up
+    expected = {
+        "RAY_SERVE_ENABLE_HA_PROXY": "1",
+        "RAY_SERVE_HAPROXY_BINARY_PATH": "/h",
+        **PROXY_ENV,
+    }
+    assert ray_env(load_serve_config(ROOT / name), haproxy="/h") == expected
 
 
 # Ray's current-cluster file, as `ray start --head` leaves it, in a temp dir of the test's own.
