@@ -7,7 +7,8 @@ the tiny offline model and writes a config serving it, printing only its path on
 shell captures it; all else goes to stderr). ``ray-env CONFIG`` prints the Ray Serve settings
 of the config's first application (its ``runtime_env.env_vars`` named ``RAY_SERVE_*``) as
 ``export`` lines: the runtime env reaches only the replicas, and Ray's proxy and controller
-read the same variables when they start, so ``serve.sh`` exports them before ``serve run``.
+read the same variables when they start, so ``serve.sh`` exports them before ``serve run``
+(with the HAProxy that Ray runs when the config turns its HAProxy ingress on: ``haproxy.py``).
 ``ray-address`` prints the ``--address`` that ``serve run`` needs, if any: ``local`` when
 ``RAY_ADDRESS`` is unset and Ray's current-cluster file (written by ``ray start``, removed by
 ``ray stop``) names an address where nothing listens, because a Ray killed without ``ray stop``
