@@ -188,7 +188,8 @@ async def _disconnect_scenario(url: str, send: Send) -> tuple[int, dict[str, int
 
 
 # Through HAProxy, run right after the overload test: with Ray's `option splice-request`,
-# HAProxy missed most of these closes (serve_app/tools/haproxy.py).
+# HAProxy missed most closes of requests waiting for their answer (serve_app/tools/haproxy.py;
+# [translate] failed so, 2026-11-25); a stream's close it saw when it next wrote ([stream]).
 @pytest.mark.parametrize("send", [_post, _stream_then_hold], ids=["translate", "stream"])
 def test_client_disconnect_aborts_engine_requests(served: str, send: Send) -> None:
     busy, idle, seconds = asyncio.run(_disconnect_scenario(served, send))
