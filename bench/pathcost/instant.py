@@ -141,7 +141,7 @@ def write_config(out: Path) -> Path:
     """A serve config of this app (one replica, the tiny model's tokenizer) at ``out``. The
     ``RAY_SERVE_*`` variables of this process's environment (``run_case.sh NAME VAR=VALUE``) go
     into its runtime env too, so that the replicas see what Ray's controller sees (e.g.
-    ``RAY_SERVE_ENABLE_HA_PROXY=1``: the HAProxy ingress instead of Ray's proxy)."""
+    ``RAY_SERVE_ENABLE_HA_PROXY=0``: Ray's proxy instead of the configs' HAProxy ingress)."""
     from serve_app.tools.launcher import derive_config, stdout_to_stderr
     from serve_app.tools.tiny_model import build_tiny_model
 

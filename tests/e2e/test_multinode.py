@@ -128,8 +128,9 @@ def multinode(
     config = _serve_config(tiny_model_dir, port)
     # The config's Ray Serve settings (RAY_SERVE_ENABLE_HA_PROXY...) reach Ray's controller and
     # proxies through the environment they start in, as serve.sh and the cluster configs do.
-    saved = {key: os.environ.get(key) for key in ray_env(config)}
-    os.environ.update(ray_env(config))
+    env = ray_env(config)
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
     cluster = Cluster(
         initialize_head=True,
         head_node_args={
@@ -146,7 +147,11 @@ def multinode(
         cluster.wait_for_nodes()
         dashboard = f"http://127.0.0.1:{dashboard_port}"
         state = MultiNode(
-            cluster, f"http://127.0.0.1:{port}", dashboard, workers, haproxy=_haproxy(config)
+            cluster,
+            f"http://127.0.0.1:{port}",
+            dashboard,
+            workers,
+            haproxy=env.get("RAY_SERVE_ENABLE_HA_PROXY") == "1",
         )
         path = tmp_path_factory.mktemp("multinode") / "serve_config.multinode.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))

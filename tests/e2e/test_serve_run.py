@@ -143,21 +143,22 @@ async def _engine_requests_by_replica(client: httpx.AsyncClient, url: str) -> di
     return seen
 
 
-Send = Callable[[httpx.AsyncClient, str, dict[str, Any]], Coroutine[Any, Any, object]]
+# Sends one body; returns the answer's status (if the client has not gone first).
+Send = Callable[[httpx.AsyncClient, str, dict[str, Any]], Coroutine[Any, Any, int]]
 
 
-async def _post(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> object:
-    return await client.post(f"{url}/translate", json=body)
+async def _post(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> int:
+    return (await client.post(f"{url}/translate", json=body)).status_code
 
 
-async def _stream_then_hold(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> object:
+async def _stream_then_hold(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> int:
     """Reads /translate/stream up to its first delta, then holds the stream open, unread."""
     async with client.stream("POST", f"{url}/translate/stream", json=body) as r:
         if r.status_code == 200:
             async for line in r.aiter_lines():
                 if line == "event: delta":
                     await asyncio.Event().wait()  # until cancelled: the client goes
-        return r
+        return r.status_code
 
 
 async def _disconnect_scenario(url: str, send: Send) -> tuple[int, dict[str, int], float]:
