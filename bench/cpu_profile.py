@@ -12,8 +12,13 @@ threads) and, with ``--py-spy``, a sampled profile of the front processes
 (``py-spy record --nonblocking --format raw``: collapsed stacks, one file per process).
 ``profile.json`` gets CPU seconds per second of each process; dividing by the RPS that the
 benchmark measured for that system gives CPU microseconds per request, which
-``--rps-from journey.json`` does at the end. Standard library only (the GPU machine's
-Python has no extras).
+``--rps-from journey.json`` does at the end. Each phase the benchmark names is measured once
+(a system, or a system's workload: ``ray_serve html`` and ``ray_serve variable`` of a
+``--workloads html,variable`` run are two windows). Through the window the engine's gauges
+are read every half second (vLLM's running and waiting requests: Ray's metrics endpoint for
+this project, the API server's ``/metrics`` for `vllm serve`) and averaged: an engine that
+runs fewer than ``max_num_seqs`` requests while users wait is starved by its front end.
+Standard library only (the GPU machine's Python has no extras).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -77,23 +83,85 @@ def find(system: str, procs: dict[int, tuple[int, str]] | None = None) -> dict[s
     return found
 
 
-def measure(system: str, pids: dict[str, int], ns: argparse.Namespace) -> dict[str, Any]:
-    """One window: CPU seconds per second of each process, py-spy of the front ones."""
+# vLLM's gauges of the engine's requests, by the name each system's metrics page gives them.
+GAUGES = {
+    "ray_serve": {
+        "running": "ray_vllm_num_requests_running",
+        "waiting": "ray_vllm_num_requests_waiting",
+    },
+    "vllm_serve": {"running": "vllm:num_requests_running", "waiting": "vllm:num_requests_waiting"},
+}
+
+
+def metrics_urls(system: str, pids: dict[str, int]) -> list[str]:
+    """Where the system's engine gauges are: Ray's metrics endpoint(s) of the current
+    session, or the `vllm serve` API server's own port (from its command line)."""
+    if system == "ray_serve":
+        root = Path(os.environ.get("RAY_TMPDIR") or "/tmp") / "ray" / "session_latest"
+        ports = [f.read_text().strip() for f in sorted(root.glob("metrics_export_port_*"))]
+        return [f"http://127.0.0.1:{port}/metrics" for port in ports if port.isdigit()]
+    pid = pids.get("api_server")
+    args = processes().get(pid, (0, ""))[1].split() if pid else []
+    port = args[args.index("--port") + 1] if "--port" in args[:-1] else "8000"
+    return [f"http://127.0.0.1:{port}/metrics"]
+
+
+def gauge_sums(text: str, names: dict[str, str]) -> dict[str, float]:
+    """Each gauge summed over its series in a Prometheus text page (absent: not in)."""
+    sums: dict[str, float] = {}
+    for line in text.splitlines():
+        for key, name in names.items():
+            if line.startswith(name) and line[len(name) : len(name) + 1] in ("{", " "):
+                sums[key] = sums.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
+    return sums
+
+
+def sample_gauges(system: str, urls: list[str], stop: threading.Event) -> dict[str, float]:
+    """The engine gauges averaged over the half-second reads until ``stop``."""
+    names = GAUGES[system]
+    reads: list[dict[str, float]] = []
+    while not stop.wait(0.5):
+        sums: dict[str, float] = {}
+        for url in urls:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    page = r.read().decode(errors="replace")
+            except OSError:
+                continue
+            for key, value in gauge_sums(page, names).items():
+                sums[key] = sums.get(key, 0.0) + value
+        if sums:
+            reads.append(sums)
+    out = {f"{k}_mean": round(sum(r.get(k, 0.0) for r in reads) / len(reads), 2) for k in names}
+    return {**out, "reads": len(reads)} if reads else {"reads": 0}
+
+
+def measure(system: str, pids: dict[str, int], ns: argparse.Namespace, key: str) -> dict[str, Any]:
+    """One window: CPU seconds per second of each process, py-spy of the front ones, the
+    engine's gauges."""
     spies = []
     if ns.py_spy:
         for role in FRONTS[system]:
             if role in pids:
-                path = ns.out / f"{system}.{role}.txt"
+                path = ns.out / f"{key.replace(' ', '.')}.{role}.txt"
                 cmd = [ns.py_spy, "record", "--nonblocking", "--format", "raw", "--rate", "200",
                        "--duration", str(ns.window), "--pid", str(pids[role]),
                        "-o", str(path)]  # fmt: skip
                 pipe = subprocess.PIPE
                 spies.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=pipe))
+    stop, gauges = threading.Event(), {}
+    sampler = threading.Thread(
+        target=lambda: gauges.update(sample_gauges(system, metrics_urls(system, pids), stop))
+    )
+    sampler.start()
     start = {role: cpu_s(pid) for role, pid in pids.items()}
     t0 = time.monotonic()
     time.sleep(ns.window)
     elapsed = time.monotonic() - t0
+    stop.set()
+    sampler.join(timeout=10)
     result: dict[str, Any] = {"window_s": round(elapsed, 2), "pids": pids, "cpu_s_per_s": {}}
+    result["engine"] = gauges
     for role, pid in pids.items():
         end, begin = cpu_s(pid), start[role]
         if end is not None and begin is not None:
@@ -106,35 +174,42 @@ def measure(system: str, pids: dict[str, int], ns: argparse.Namespace) -> dict[s
 
 
 def watch(ns: argparse.Namespace, results: dict[str, Any], done: threading.Event) -> None:
-    """Measures each system once, when the benchmark says (its phase file) that it is under
-    measured load."""
-    while not done.is_set() and len(results) < len(FRONTS):
+    """Measures each phase once (its text is the key: a system, or ``system workload``),
+    when the benchmark says (its phase file) that it is under measured load."""
+    while not done.is_set():
         try:
-            system = ns.phase_file.read_text().split(" ")[0]
+            key = ns.phase_file.read_text().strip()
         except OSError:
-            system = ""
-        if system in FRONTS and system not in results:
+            key = ""
+        system = key.split(" ")[0]
+        if system in FRONTS and key not in results:
             time.sleep(ns.settle)
-            results[system] = measure(system, find(system), ns)
-            print(f"[cpu_profile] {system}: {results[system]}", flush=True)
+            results[key] = measure(system, find(system), ns, key)
+            print(f"[cpu_profile] {key}: {results[key]}", flush=True)
         time.sleep(0.5)
 
 
 def per_request(results: dict[str, Any], journey: Path) -> None:
-    """CPU microseconds per request: CPU seconds per second over the system's measured RPS
-    (the run of the benchmark that the window fell in: its ``runs``, else its head-to-head)."""
+    """CPU microseconds per request: CPU seconds per second over the phase's measured RPS
+    (the run of the benchmark that the window fell in: its ``runs``, else the first round of
+    its head-to-head or of its workloads' head-to-head)."""
     data = json.loads(journey.read_text())
     rps: dict[str, float] = {}
     for run in data.get("runs", []):
-        rps.setdefault(run["system"], run["rps"])
+        rps.setdefault(f"{run['system']} {run.get('workload', '')}".strip(), run["rps"])
     for round_ in (data.get("head_to_head") or {}).get("rounds", [])[:1]:
         for system, brief in round_.items():
             rps.setdefault(system, brief["rps"])
-    for system, result in results.items():
-        if rps.get(system):
-            result["rps"] = rps[system]
+    per_workload = data.get("workload_head_to_head") or {}
+    for round_ in per_workload.get("rounds", [])[:1]:
+        for workload, brief in round_.items():
+            rps.setdefault(f"{per_workload['system']} {workload}", brief["rps"])
+    for key, result in results.items():
+        found = rps.get(key) or rps.get(key.split(" ")[0])
+        if found:
+            result["rps"] = found
             result["cpu_us_per_request"] = {
-                role: round(v * 1e6 / rps[system]) for role, v in result["cpu_s_per_s"].items()
+                role: round(v * 1e6 / found) for role, v in result["cpu_s_per_s"].items()
             }
 
 

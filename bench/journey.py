@@ -175,7 +175,11 @@ async def _alternate(
         if design == "abba":
             results = await _abba_round(arms, order, concurrency)
         else:
-            results = {a: await run(*arms[a], concurrency=concurrency) for a in order}
+            results = {}
+            for a in order:
+                phase(_arm_phase(arms[a][0].name, a))
+                results[a] = await run(*arms[a], concurrency=concurrency)
+                phase("")
         per_round.append({a: _brief(results[a]) for a in labels})
         if checkpoint is not None:
             checkpoint(summary(per_round))
@@ -197,10 +201,18 @@ async def _abba_round(
     for i, a in enumerate(sequence):
         target, items = arms[a]
         half = items[: len(items) // 2] if i < len(order) else items[len(items) // 2 :]
+        phase(_arm_phase(target.name, a))
         samples, wall = await closed_loop(target, half, concurrency)
+        phase("")
         done[a] = (done[a][0] + samples, done[a][1] + wall)
         halves[a].append(summarize(samples, wall)["rps"])
     return {a: summarize(*done[a]) | {"halves_rps": halves[a]} for a in order}
+
+
+def _arm_phase(system: str, label: str) -> str:
+    """What an arm's run tells a watcher: the system, and the workload when the arms are
+    one system's workloads (``ray_serve html``), as ``measure`` does."""
+    return system if label == system else f"{system} {label}"
 
 
 def _h2h(

@@ -16,7 +16,7 @@ import pytest
 
 from bench import loadgen
 from bench.journey import _alternate, _h2h
-from bench.targets import Sample
+from bench.targets import Sample, Target
 from bench.workloads import Item
 
 
@@ -106,3 +106,29 @@ def test_a_drifting_machine_favours_no_one_under_abba(
         assert off < 0.03, ratios
     else:
         assert off > 0.05, ratios
+
+
+@pytest.mark.parametrize("design", ["abba", "alternate"])
+def test_each_run_names_its_arm_to_a_watcher(
+    design: str, clock: Clock, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench.cpu_profile`` measures a phase while the phase file names it: a workloads'
+    head-to-head names the system and the workload, and clears the file between runs."""
+    phases = tmp_path / "phase.txt"
+    monkeypatch.setenv("BENCH_PHASE_FILE", str(phases))
+    machine = {"speed": 1.0, "drift": 0.0, "clock": clock, "sent": []}
+    seen: list[str] = []
+
+    class Watched(Clocked):
+        async def send(self, item: Item) -> Sample:
+            seen.append(phases.read_text())
+            return await super().send(item)
+
+    target = Watched("ray_serve", 0.001, machine)
+    arms: list[dict[str, tuple[Target, list[Item]]]] = [
+        {"html": (target, items("h", 4)), "variable": (target, items("v", 4))}
+    ]
+    asyncio.run(_alternate(arms, 1, lambda per_round: {}, None, design))
+    assert seen.count("ray_serve html") == 4
+    assert seen.count("ray_serve variable") == 4
+    assert phases.read_text() == ""

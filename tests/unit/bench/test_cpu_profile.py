@@ -79,3 +79,43 @@ def test_per_request_divides_cpu_by_the_measured_rps(tmp_path: Path) -> None:
     cpu_profile.per_request(results, journey)
     assert results["ray_serve"]["cpu_us_per_request"] == {"replica": 2000, "proxy": 5000}
     assert results["vllm_serve"]["cpu_us_per_request"] == {"api_server": 2000}
+
+
+def test_per_request_keys_a_workloads_head_to_head_by_system_and_workload(
+    tmp_path: Path,
+) -> None:
+    journey = tmp_path / "journey.json"
+    journey.write_text(json.dumps({
+        "runs": [{"system": "ray_serve", "workload": "variable", "rps": 40.0}],
+        "workload_head_to_head": {
+            "system": "ray_serve",
+            "rounds": [{"html": {"rps": 20.0}, "variable": {"rps": 50.0}}],
+        },
+    }))  # fmt: skip
+    results = {
+        "ray_serve html": {"cpu_s_per_s": {"replica": 0.1}},
+        "ray_serve variable": {"cpu_s_per_s": {"replica": 0.1}},
+    }
+    cpu_profile.per_request(results, journey)
+    assert results["ray_serve html"]["cpu_us_per_request"] == {"replica": 5000}
+    # the sequential run of the same phase comes first
+    assert results["ray_serve variable"]["cpu_us_per_request"] == {"replica": 2500}
+
+
+def test_gauge_sums_adds_each_gauge_over_its_series_and_only_its_own() -> None:
+    page = "\n".join([
+        "# HELP ray_vllm_num_requests_running Number of requests in model execution batches.",
+        'ray_vllm_num_requests_running{ReplicaId="a",model_name="bench"} 24.0',
+        'ray_vllm_num_requests_running{ReplicaId="b",model_name="bench"} 3.0',
+        'ray_vllm_num_requests_waiting{ReplicaId="a",model_name="bench"} 1.0',
+        'ray_vllm_num_requests_running_total{ReplicaId="a"} 99.0',
+    ])  # fmt: skip
+    sums = cpu_profile.gauge_sums(page, cpu_profile.GAUGES["ray_serve"])
+    assert sums == {"running": 27.0, "waiting": 1.0}
+    vllm = (
+        'vllm:num_requests_running{engine="0",model_name="m"} 22.0\nvllm:num_requests_waiting 0.0'
+    )
+    assert cpu_profile.gauge_sums(vllm, cpu_profile.GAUGES["vllm_serve"]) == {
+        "running": 22.0,
+        "waiting": 0.0,
+    }
