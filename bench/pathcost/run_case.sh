@@ -7,8 +7,9 @@
 # PATHCOST_STEP_MS=10 paces the engine like a GPU's step loop; LOADGEN_ARGS=--stream: TTFT)
 # The config's own RAY_SERVE_* settings are exported too (NO_RAY_ENV=1: not). cpu.txt gets the
 # CPU microseconds per request of the translator replica, the proxy and the store's deployment
-# (/proc utime+stime over the run). HAProxy's (RAY_SERVE_ENABLE_HA_PROXY=1) is not: Ray replaces
-# its process at each reload of its config, and the CPU of a process gone is lost to /proc.
+# (/proc utime+stime over the run), and HAProxy's (RAY_SERVE_ENABLE_HA_PROXY=1): Ray replaces
+# its HAProxy process at each reload of its config, so this is the live HAProxy processes'
+# utime+stime plus the CPU of the ones Ray's HAProxyManager has reaped (its cutime+cstime).
 # PATHCOST_ROOT=DIR measures the code of another checkout (e.g. a `git worktree` of an older
 # commit) with this script.
 set -u
@@ -36,6 +37,13 @@ cpu_ticks() { awk '{print $14 + $15}' /proc/$1/stat; }
 REP=$(pgrep -f "ServeReplica:.*:Translator" | head -1); PRX=$(pgrep -f ProxyActor | head -1)
 STO=$(pgrep -f "ServeReplica:.*:Store" | head -1)
 r0=$(cpu_ticks $REP); p0=$(cpu_ticks $PRX); s0=$(cpu_ticks ${STO:-$PRX})
+MGR=$(pgrep -f "HAProxyManager" | head -1)
+haproxy_ticks() {  # live HAProxy processes + those the manager has reaped
+  local t=$(awk '{print $16 + $17}' /proc/$MGR/stat) h
+  for h in $(pgrep -x haproxy); do t=$((t + $(cpu_ticks $h 2>/dev/null || echo 0))); done
+  echo $t
+}
+[ -n "$MGR" ] && h0=$(haproxy_ticks)
 python -m bench.loadgen --url http://127.0.0.1:8000 --workload variable --requests ${NREQ:-2000} \
   --concurrency 25 --out $OUT --no-progress ${LOADGEN_ARGS:-} > $OUT/loadgen.log 2>&1 &
 LP=$!
@@ -51,6 +59,7 @@ r1=$(cpu_ticks $REP); p1=$(cpu_ticks $PRX); s1=$(cpu_ticks ${STO:-$PRX}); hz=$(g
 echo "replica_us_per_request $(( (r1 - r0) * 1000000 / hz / n ))" > $OUT/cpu.txt
 echo "proxy_us_per_request $(( (p1 - p0) * 1000000 / hz / n ))" >> $OUT/cpu.txt
 [ -n "$STO" ] && echo "store_us_per_request $(( (s1 - s0) * 1000000 / hz / n ))" >> $OUT/cpu.txt
+[ -n "$MGR" ] && echo "haproxy_us_per_request $(( ($(haproxy_ticks) - h0) * 1000000 / hz / n ))" >> $OUT/cpu.txt
 cat $OUT/cpu.txt
 kill -INT $SP; sleep 3
 ray stop --force >/dev/null 2>&1
