@@ -18,6 +18,9 @@ benchmark measured for that system gives CPU microseconds per request, which
 are read every half second (vLLM's running and waiting requests: Ray's metrics endpoint for
 this project, the API server's ``/metrics`` for `vllm serve`) and averaged: an engine that
 runs fewer than ``max_num_seqs`` requests while users wait is starved by its front end.
+vLLM's gauges are one step's counts, and Ray's endpoint changes only at its exports, so for
+this project the window also averages the replica's means over every engine step
+(``running_steps``, ``waiting_steps``: ``serve_app/engine/metrics.py``).
 Standard library only (the GPU machine's Python has no extras).
 """
 
@@ -88,6 +91,9 @@ GAUGES = {
     "ray_serve": {
         "running": "ray_vllm_num_requests_running",
         "waiting": "ray_vllm_num_requests_waiting",
+        # the replica's own means over every engine step of each export interval
+        "running_steps": "ray_translator_engine_running_mean",
+        "waiting_steps": "ray_translator_engine_waiting_mean",
     },
     "vllm_serve": {"running": "vllm:num_requests_running", "waiting": "vllm:num_requests_waiting"},
 }

@@ -67,6 +67,10 @@ PANELS = [
     ("Engine requests per replica", [
         ("sum by (ReplicaId) (ray_vllm_num_requests_running)", "running {{ReplicaId}}"),
         ("sum by (ReplicaId) (ray_vllm_num_requests_waiting)", "waiting {{ReplicaId}}"),
+        ("sum by (ReplicaId) (ray_translator_engine_running_mean)",
+         "running, step mean {{ReplicaId}}"),
+        ("sum by (ReplicaId) (ray_translator_engine_waiting_mean)",
+         "waiting, step mean {{ReplicaId}}"),
     ], "short"),
     ("KV-cache usage per replica", [
         ("max by (ReplicaId) (ray_vllm_kv_cache_usage_perc)", "{{ReplicaId}}"),

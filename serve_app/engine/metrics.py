@@ -28,6 +28,13 @@ lost. Histogram observations still cost one Ray call each at the flush (Ray's hi
 has no weighted or batch observe): that is the floor of this exporter, and what
 ``token_sample`` trades against the per-token histogram's ``_count`` and ``_sum``.
 
+Two series of its own ride on the same flush: ``translator_engine_running_mean`` and
+``translator_engine_waiting_mean``, the engine's running and waiting requests averaged over
+every step of the interval. vLLM's ``num_requests_running``/``_waiting`` are one step's
+counts (the last before the export), which can catch the moment between a step's finished
+requests and the next admissions; the means say whether the batch was full through the
+interval, and whether requests waited while it was not.
+
 It relies only on what vLLM 0.26 (the GPU machine's) and 0.32 share: the stat logger API,
 ``RayPrometheusStatLogger`` building its metrics through ``self._gauge_cls``,
 ``_counter_cls`` and ``_histogram_cls``, and the Ray wrappers' ``labels``/``set``/``inc``/
@@ -187,6 +194,39 @@ class _Histogram(_Buffered):
             observe_all(self.metric, values, self._tags)
 
 
+class StepMeans:
+    """The engine's running and waiting requests summed over its steps since the last flush;
+    their means are set on two buffered gauges at every step (a gauge sends its last value),
+    and the sums start again after each flush."""
+
+    def __init__(self, buffer: EngineMetricBuffer, running: Any, waiting: Any) -> None:
+        self._buffer, self._running, self._waiting = buffer, running, waiting
+        self._dirty = False
+        self.steps, self.running_sum, self.waiting_sum = 0, 0, 0
+
+    def add(self, running: int, waiting: int) -> None:
+        self.steps += 1
+        self.running_sum += running
+        self.waiting_sum += waiting
+        self._running.set(self.running_sum / self.steps)
+        self._waiting.set(self.waiting_sum / self.steps)
+        if not self._dirty:
+            self._dirty = True
+            self._buffer.mark(self)
+
+    def flush(self) -> None:
+        self._dirty = False
+        self.steps, self.running_sum, self.waiting_sum = 0, 0, 0
+
+
+STEP_MEANS = {
+    "translator_engine_running_mean": "Requests in the engine's batch, averaged over its steps "
+    "since the last export (vllm:num_requests_running is one step's count).",
+    "translator_engine_waiting_mean": "Requests waiting for a place in the engine's batch, "
+    "averaged over its steps since the last export.",
+}
+
+
 def _wrappers() -> tuple[type, type, type]:
     """The buffered gauge, counter and histogram: vLLM's Ray wrappers with the mixins."""
     from vllm.v1.metrics import ray_wrappers as ray
@@ -239,9 +279,32 @@ def buffered_ray_stat_logger(flush_s: float = 1.0, token_sample: int = 0) -> typ
             per_token = getattr(self, "histogram_inter_token_latency", {})
             for per_engine in per_token.values():
                 per_engine.sample = token_sample
+            self.step_means = self._step_means(engine_indexes or [0])
 
-        def record(self, *args: Any, **kwargs: Any) -> None:
-            super().record(*args, **kwargs)
+        def _step_means(self, engine_indexes: list[int]) -> dict[int, StepMeans]:
+            names = ["model_name", "engine"]
+            gauges = [self._gauge_cls(name=n, documentation=d, labelnames=names)
+                      for n, d in STEP_MEANS.items()]  # fmt: skip
+            model = getattr(
+                getattr(self.vllm_config, "model_config", None), "served_model_name", ""
+            )
+            return {
+                i: StepMeans(self.metric_buffer, *(g.labels(model, str(i)) for g in gauges))
+                for i in engine_indexes
+            }
+
+        def record(
+            self,
+            scheduler_stats: Any,
+            iteration_stats: Any,
+            *args: Any,
+            engine_idx: int = 0,
+            **kwargs: Any,
+        ) -> None:
+            super().record(scheduler_stats, iteration_stats, *args, engine_idx=engine_idx, **kwargs)
+            means = self.step_means.get(engine_idx)
+            if scheduler_stats is not None and means is not None:
+                means.add(scheduler_stats.num_running_reqs, scheduler_stats.num_waiting_reqs)
             self.metric_buffer.after_record()
 
         def log_engine_initialized(self) -> None:

@@ -109,9 +109,10 @@ def test_gauge_sums_adds_each_gauge_over_its_series_and_only_its_own() -> None:
         'ray_vllm_num_requests_running{ReplicaId="b",model_name="bench"} 3.0',
         'ray_vllm_num_requests_waiting{ReplicaId="a",model_name="bench"} 1.0',
         'ray_vllm_num_requests_running_total{ReplicaId="a"} 99.0',
+        'ray_translator_engine_running_mean{ReplicaId="a",engine="0"} 22.5',
     ])  # fmt: skip
     sums = cpu_profile.gauge_sums(page, cpu_profile.GAUGES["ray_serve"])
-    assert sums == {"running": 27.0, "waiting": 1.0}
+    assert sums == {"running": 27.0, "waiting": 1.0, "running_steps": 22.5}
     vllm = (
         'vllm:num_requests_running{engine="0",model_name="m"} 22.0\nvllm:num_requests_waiting 0.0'
     )
