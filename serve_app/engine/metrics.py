@@ -197,17 +197,20 @@ class _Histogram(_Buffered):
 class StepMeans:
     """The engine's running and waiting requests summed over its steps since the last flush;
     their means are set on two buffered gauges at every step (a gauge sends its last value),
-    and the sums start again after each flush."""
+    and the sums start again after each flush. An interval without a step (an idle engine)
+    sets the last step's counts, so an idle engine does not show its last busy mean."""
 
     def __init__(self, buffer: EngineMetricBuffer, running: Any, waiting: Any) -> None:
         self._buffer, self._running, self._waiting = buffer, running, waiting
         self._dirty = False
         self.steps, self.running_sum, self.waiting_sum = 0, 0, 0
+        self._last = (0, 0)
 
     def add(self, running: int, waiting: int) -> None:
         self.steps += 1
         self.running_sum += running
         self.waiting_sum += waiting
+        self._last = (running, waiting)
         self._running.set(self.running_sum / self.steps)
         self._waiting.set(self.waiting_sum / self.steps)
         if not self._dirty:
@@ -215,8 +218,13 @@ class StepMeans:
             self._buffer.mark(self)
 
     def flush(self) -> None:
-        self._dirty = False
+        if self.steps == 0:  # a whole interval without a step: idle at the last counts
+            self._dirty = False
+            self._running.set(self._last[0])
+            self._waiting.set(self._last[1])
+            return
         self.steps, self.running_sum, self.waiting_sum = 0, 0, 0
+        self._buffer.mark(self)  # the next flush learns whether the engine stepped since
 
 
 STEP_MEANS = {

@@ -211,9 +211,16 @@ def test_step_means_average_the_batch_over_the_interval_and_start_again(
     series = next(k for k in ray.values if k[0] == "translator_engine_running_mean")
     assert dict(series[1])["engine"] == "0"
     step(10, 0)  # the next interval starts from nothing
+    step(0, 0)  # its last step: the engine went idle
     stat_logger.flush()
-    assert value("translator_engine_running_mean") == pytest.approx(10.0)
+    assert value("translator_engine_running_mean") == pytest.approx(5.0)
     assert value("translator_engine_waiting_mean") == pytest.approx(0.0)
+    stat_logger.flush()  # an interval without a step: the last step's counts
+    stat_logger.flush()  # (set by the flush that found no step, sent by the next)
+    assert value("translator_engine_running_mean") == 0
+    before = ray.calls
+    stat_logger.flush()
+    assert ray.calls == before  # idle: nothing more to send
 
 
 def test_token_sample_bounds_the_per_token_histogram_only(
