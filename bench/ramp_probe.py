@@ -5,9 +5,12 @@
   tests/e2e/test_autoscaling.py reads it). The dashboard's address is the one ``serve run``
   logged when it started its local Ray.
 - Engine queues: Ray's Prometheus endpoint on the node (its port from the Ray session's
-  ``metrics_export_port_*`` file), summed over replicas: vLLM's waiting and running requests
-  (``ray_vllm_num_requests_waiting``/``_running``) and the engine requests the replicas
-  admitted (``ray_translator_engine_requests_in_flight``, serve_app/serving/metrics.py).
+  ``metrics_export_port_*`` file), summed over replicas: the engines' waiting and running
+  requests, averaged over every engine step of the replica's last export interval
+  (``ray_translator_engine_waiting_mean``/``_running_mean``, serve_app/engine/metrics.py;
+  vLLM's ``ray_vllm_num_requests_waiting``/``_running``, one step's count, where a replica
+  does not export those), and the engine requests the replicas admitted
+  (``ray_translator_engine_requests_in_flight``, serve_app/serving/metrics.py).
 
 A source that does not answer in time leaves its fields None for that second.
 """
@@ -28,6 +31,9 @@ from bench.ramp_timeline import Probe
 WAITING = "ray_vllm_num_requests_waiting"
 RUNNING = "ray_vllm_num_requests_running"
 IN_FLIGHT = "ray_translator_engine_requests_in_flight"
+WAITING_MEAN = "ray_translator_engine_waiting_mean"
+RUNNING_MEAN = "ray_translator_engine_running_mean"
+ENGINE_SERIES = (WAITING, RUNNING, IN_FLIGHT, WAITING_MEAN, RUNNING_MEAN)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _DASHBOARD = re.compile(r"View the dashboard at (\S+)")
 DEFAULT_DASHBOARD = "http://127.0.0.1:8265"
@@ -92,7 +98,7 @@ async def engine_sums(client: httpx.AsyncClient, urls: list[str]) -> dict[str, f
             continue
         answered = True
         # Off the loop that the ramp's users share (the page's size is Ray's, not ours).
-        found = await asyncio.to_thread(metric_sums, text, (WAITING, RUNNING, IN_FLIGHT))
+        found = await asyncio.to_thread(metric_sums, text, ENGINE_SERIES)
         for name, value in found.items():
             sums[name] = sums.get(name, 0.0) + value
     return sums if answered else None
@@ -104,8 +110,16 @@ async def probe_once(
     replicas, sums = await asyncio.gather(
         running_replicas(client, dashboard), engine_sums(client, urls)
     )
-    sums = sums or {}
-    return Probe(t_s, replicas, sums.get(WAITING), sums.get(RUNNING), sums.get(IN_FLIGHT))
+    waiting, running = engine_queue(sums or {})
+    return Probe(t_s, replicas, waiting, running, (sums or {}).get(IN_FLIGHT))
+
+
+def engine_queue(sums: dict[str, float]) -> tuple[float | None, float | None]:
+    """Waiting and running engine requests: the step means where the replicas export them
+    (a whole interval, not the step a scrape happens to catch), else vLLM's gauges."""
+    if WAITING_MEAN in sums and RUNNING_MEAN in sums:
+        return sums[WAITING_MEAN], sums[RUNNING_MEAN]
+    return sums.get(WAITING), sums.get(RUNNING)
 
 
 async def record(

@@ -18,8 +18,11 @@ from bench.ramp_probe import (
     DEFAULT_DASHBOARD,
     IN_FLIGHT,
     RUNNING,
+    RUNNING_MEAN,
     WAITING,
+    WAITING_MEAN,
     dashboard_url,
+    engine_queue,
     metric_sums,
     metrics_urls,
 )
@@ -220,6 +223,14 @@ def test_metric_sums_over_replicas() -> None:
         IN_FLIGHT: 10.0,
     }
     assert metric_sums("", (WAITING,)) == {}
+
+
+def test_engine_queue_prefers_the_step_means() -> None:
+    vllm = {WAITING: 7.0, RUNNING: 18.0}
+    assert engine_queue(vllm) == (7.0, 18.0)
+    means = {**vllm, WAITING_MEAN: 1.5, RUNNING_MEAN: 23.5}
+    assert engine_queue(means) == (1.5, 23.5)
+    assert engine_queue({}) == (None, None)
 
 
 def test_metrics_urls_from_the_ray_session(tmp_path: Path) -> None:
