@@ -99,13 +99,20 @@ GAUGES = {
 }
 
 
+def ray_metrics_urls(session: Path | None = None) -> list[str]:
+    """Ray's Prometheus endpoints of the current session's node(s) (``bench.ramp_probe``'s
+    too: this module stays standard library only)."""
+    root = Path(os.environ.get("RAY_TMPDIR") or "/tmp") / "ray"
+    folder = session or root / "session_latest"
+    ports = [p.read_text().strip() for p in sorted(folder.glob("metrics_export_port_*"))]
+    return [f"http://127.0.0.1:{port}/metrics" for port in ports if port.isdigit()]
+
+
 def metrics_urls(system: str, pids: dict[str, int]) -> list[str]:
     """Where the system's engine gauges are: Ray's metrics endpoint(s) of the current
     session, or the `vllm serve` API server's own port (from its command line)."""
     if system == "ray_serve":
-        root = Path(os.environ.get("RAY_TMPDIR") or "/tmp") / "ray" / "session_latest"
-        ports = [f.read_text().strip() for f in sorted(root.glob("metrics_export_port_*"))]
-        return [f"http://127.0.0.1:{port}/metrics" for port in ports if port.isdigit()]
+        return ray_metrics_urls()
     pid = pids.get("api_server")
     args = processes().get(pid, (0, ""))[1].split() if pid else []
     port = args[args.index("--port") + 1] if "--port" in args[:-1] else "8000"

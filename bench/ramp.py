@@ -37,10 +37,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.cpu_profile import ray_metrics_urls
 from bench.journey import context, machine
 from bench.loadgen import run
 from bench.ramp_load import Users, drive, fresh_bodies
-from bench.ramp_probe import dashboard_url, metrics_urls, record
+from bench.ramp_probe import dashboard_url, record
 from bench.ramp_profile import Stage, build_profile, parse_holds, parse_ints, phases
 from bench.ramp_report import write
 from bench.ramp_timeline import (
@@ -96,7 +97,7 @@ async def ramp(
     probes: list[Probe] = []
     async with TranslationClient(url, retry=RETRY, timeout_s=300) as client:
         users = Users(client, fresh_bodies(items), time.monotonic())
-        probing = record(dashboard_url(log), metrics_urls(), users.start, probes)
+        probing = record(dashboard_url(log), ray_metrics_urls(), users.start, probes)
         prober = asyncio.create_task(probing)
         try:
             ended = await drive(users, stages, deadline)

@@ -4,13 +4,14 @@
   REST API (``/api/serve/applications/``, what ``serve status`` shows; as
   tests/e2e/test_autoscaling.py reads it). The dashboard's address is the one ``serve run``
   logged when it started its local Ray.
-- Engine queues: Ray's Prometheus endpoint on the node (its port from the Ray session's
-  ``metrics_export_port_*`` file), summed over replicas: the engines' waiting and running
-  requests, averaged over every engine step of the replica's last export interval
-  (``ray_translator_engine_waiting_mean``/``_running_mean``, serve_app/engine/metrics.py;
-  vLLM's ``ray_vllm_num_requests_waiting``/``_running``, one step's count, where a replica
-  does not export those), and the engine requests the replicas admitted
-  (``ray_translator_engine_requests_in_flight``, serve_app/serving/metrics.py).
+- Engine queues: Ray's Prometheus endpoint on the node (``bench.cpu_profile.ray_metrics_urls``:
+  its port from the Ray session's ``metrics_export_port_*`` file), summed over replicas: the
+  engines' waiting and running requests, averaged over every engine step of the replica's
+  last export interval (``ray_translator_engine_waiting_mean``/``_running_mean``,
+  serve_app/engine/metrics.py; vLLM's ``ray_vllm_num_requests_waiting``/``_running``, one
+  step's count, where a replica does not export those), and the engine requests the
+  replicas admitted (``ray_translator_engine_requests_in_flight``,
+  serve_app/serving/metrics.py).
 
 A source that does not answer in time leaves its fields None for that second.
 """
@@ -18,7 +19,6 @@ A source that does not answer in time leaves its fields None for that second.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import time
 from pathlib import Path
@@ -46,14 +46,6 @@ def dashboard_url(log: str) -> str:
         return DEFAULT_DASHBOARD
     url = found[-1]
     return url if "://" in url else f"http://{url}"
-
-
-def metrics_urls(session: Path | None = None) -> list[str]:
-    """Ray's Prometheus endpoints of the current session's node(s)."""
-    root = Path(os.environ.get("RAY_TMPDIR") or "/tmp") / "ray"
-    folder = session or root / "session_latest"
-    ports = [p.read_text().strip() for p in sorted(folder.glob("metrics_export_port_*"))]
-    return [f"http://127.0.0.1:{port}/metrics" for port in ports if port.isdigit()]
 
 
 def metric_sums(text: str, names: tuple[str, ...]) -> dict[str, float]:

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.cpu_profile import ray_metrics_urls
 from bench.ramp import RAMP_AUTOSCALING, assemble, autoscaling_config, parser, profile
 from bench.ramp_load import Users, drive, fresh_bodies
 from bench.ramp_probe import (
@@ -24,7 +25,6 @@ from bench.ramp_probe import (
     dashboard_url,
     engine_queue,
     metric_sums,
-    metrics_urls,
 )
 from bench.ramp_profile import build_profile, duration, parse_holds, parse_ints, phases, users_at
 from bench.ramp_report import write
@@ -237,7 +237,7 @@ def test_metrics_urls_from_the_ray_session(tmp_path: Path) -> None:
     (tmp_path / "metrics_export_port_abc").write_text("44839")
     (tmp_path / "metrics_export_port_def").write_text("\n")
     (tmp_path / "gcs_server_port_abc").write_text("1234")
-    assert metrics_urls(tmp_path) == ["http://127.0.0.1:44839/metrics"]
+    assert ray_metrics_urls(tmp_path) == ["http://127.0.0.1:44839/metrics"]
 
 
 # --- the users -----------------------------------------------------------------------------
