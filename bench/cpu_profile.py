@@ -94,6 +94,7 @@ GAUGES = {
         # the replica's own means over every engine step of each export interval
         "running_steps": "ray_translator_engine_running_mean",
         "waiting_steps": "ray_translator_engine_waiting_mean",
+        "decoding_steps": "ray_translator_engine_decoding_mean",
     },
     "vllm_serve": {"running": "vllm:num_requests_running", "waiting": "vllm:num_requests_waiting"},
 }

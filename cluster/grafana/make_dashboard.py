@@ -71,6 +71,8 @@ PANELS = [
          "running, step mean {{ReplicaId}}"),
         ("sum by (ReplicaId) (ray_translator_engine_waiting_mean)",
          "waiting, step mean {{ReplicaId}}"),
+        ("sum by (ReplicaId) (ray_translator_engine_decoding_mean)",
+         "decoding, step mean {{ReplicaId}}"),
     ], "short"),
     ("KV-cache usage per replica", [
         ("max by (ReplicaId) (ray_vllm_kv_cache_usage_perc)", "{{ReplicaId}}"),

@@ -28,12 +28,16 @@ lost. Histogram observations still cost one Ray call each at the flush (Ray's hi
 has no weighted or batch observe): that is the floor of this exporter, and what
 ``token_sample`` trades against the per-token histogram's ``_count`` and ``_sum``.
 
-Two series of its own ride on the same flush: ``translator_engine_running_mean`` and
-``translator_engine_waiting_mean``, the engine's running and waiting requests averaged over
-every step of the interval. vLLM's ``num_requests_running``/``_waiting`` are one step's
-counts (the last before the export), which can catch the moment between a step's finished
-requests and the next admissions; the means say whether the batch was full through the
-interval, and whether requests waited while it was not.
+Three series of its own ride on the same flush: ``translator_engine_running_mean``,
+``_waiting_mean`` and ``_decoding_mean``, the engine's running, waiting and decoding requests
+averaged over every step of the interval. vLLM's ``num_requests_running``/``_waiting`` are
+one step's counts (the last before the export), which can catch the moment between a step's
+finished requests and the next admissions; the means say whether the batch was full through
+the interval. vLLM counts a step's running requests after its finished ones left, so with
+short requests (a markup post's segments) the running mean reads low while the batch was
+full; the decoding mean is the requests that produced a token in the step (the step's
+generation tokens: one each, no speculative decoding), finished ones included, so "requests
+waited while slots were free" reads as waiting > 0 with decoding < ``max_num_seqs``.
 
 It relies only on what vLLM 0.26 (the GPU machine's) and 0.32 share: the stat logger API,
 ``RayPrometheusStatLogger`` building its metrics through ``self._gauge_cls``,
@@ -195,24 +199,26 @@ class _Histogram(_Buffered):
 
 
 class StepMeans:
-    """The engine's running and waiting requests summed over its steps since the last flush;
-    their means are set on two buffered gauges at every step (a gauge sends its last value),
-    and the sums start again after each flush. An interval without a step (an idle engine)
-    sets the last step's counts, so an idle engine does not show its last busy mean."""
+    """The engine's running, waiting and decoding requests summed over its steps since the
+    last flush; their means are set on three buffered gauges at every step (a gauge sends its
+    last value), and the sums start again after each flush. An interval without a step (an
+    idle engine) sets the last step's counts, so an idle engine does not show its last busy
+    mean."""
 
-    def __init__(self, buffer: EngineMetricBuffer, running: Any, waiting: Any) -> None:
-        self._buffer, self._running, self._waiting = buffer, running, waiting
+    def __init__(self, buffer: EngineMetricBuffer, *gauges: Any) -> None:
+        self._buffer, self._gauges = buffer, gauges
         self._dirty = False
-        self.steps, self.running_sum, self.waiting_sum = 0, 0, 0
-        self._last = (0, 0)
+        self.steps = 0
+        self.sums = [0] * len(gauges)
+        self._last: tuple[int, ...] = (0,) * len(gauges)
 
-    def add(self, running: int, waiting: int) -> None:
+    def add(self, *counts: int) -> None:
+        """One step's counts, in the order of the gauges (running, waiting, decoding)."""
         self.steps += 1
-        self.running_sum += running
-        self.waiting_sum += waiting
-        self._last = (running, waiting)
-        self._running.set(self.running_sum / self.steps)
-        self._waiting.set(self.waiting_sum / self.steps)
+        for i, (gauge, count) in enumerate(zip(self._gauges, counts, strict=True)):
+            self.sums[i] += count
+            gauge.set(self.sums[i] / self.steps)
+        self._last = counts
         if not self._dirty:
             self._dirty = True
             self._buffer.mark(self)
@@ -220,10 +226,10 @@ class StepMeans:
     def flush(self) -> None:
         if self.steps == 0:  # a whole interval without a step: idle at the last counts
             self._dirty = False
-            self._running.set(self._last[0])
-            self._waiting.set(self._last[1])
+            for gauge, count in zip(self._gauges, self._last, strict=True):
+                gauge.set(count)
             return
-        self.steps, self.running_sum, self.waiting_sum = 0, 0, 0
+        self.steps, self.sums = 0, [0] * len(self._gauges)
         self._buffer.mark(self)  # the next flush learns whether the engine stepped since
 
 
@@ -232,6 +238,9 @@ STEP_MEANS = {
     "since the last export (vllm:num_requests_running is one step's count).",
     "translator_engine_waiting_mean": "Requests waiting for a place in the engine's batch, "
     "averaged over its steps since the last export.",
+    "translator_engine_decoding_mean": "Requests that produced a token in an engine step, "
+    "averaged over its steps since the last export (the batch at work: the running count is "
+    "taken after the step's finished requests left).",
 }
 
 
@@ -312,7 +321,11 @@ def buffered_ray_stat_logger(flush_s: float = 1.0, token_sample: int = 0) -> typ
             super().record(scheduler_stats, iteration_stats, *args, engine_idx=engine_idx, **kwargs)
             means = self.step_means.get(engine_idx)
             if scheduler_stats is not None and means is not None:
-                means.add(scheduler_stats.num_running_reqs, scheduler_stats.num_waiting_reqs)
+                means.add(
+                    scheduler_stats.num_running_reqs,
+                    scheduler_stats.num_waiting_reqs,
+                    getattr(iteration_stats, "num_generation_tokens", 0),
+                )
             self.metric_buffer.after_record()
 
         def log_engine_initialized(self) -> None:

@@ -188,25 +188,31 @@ def test_step_means_average_the_batch_over_the_interval_and_start_again(
     monkeypatch: pytest.MonkeyPatch, config: Any
 ) -> None:
     """vLLM's running gauge is the last step's count; the step means are the interval's:
-    here a batch full (24) for three steps and short (18, with 10 waiting) for one."""
-    from vllm.v1.metrics.stats import SchedulerStats
+    here a batch full (24) for three steps and short (18, with 10 waiting) for one. The
+    decoding mean is the requests that made a token in each step, those that finished in it
+    included (vLLM's running count leaves them out): 24 in the step that ran 18 after
+    six finished."""
+    from vllm.v1.metrics.stats import IterationStats, SchedulerStats
 
     ray = fake_ray(monkeypatch)
     stat_logger = buffered_ray_stat_logger(flush_s=1e9)(config, [0])
 
-    def step(running: int, waiting: int) -> None:
+    def step(running: int, waiting: int, decoding: int | None = None) -> None:
         stats = SchedulerStats(num_running_reqs=running, num_waiting_reqs=waiting)
-        stat_logger.record(stats, None, engine_idx=0)
+        iteration = IterationStats()
+        iteration.num_generation_tokens = running if decoding is None else decoding
+        stat_logger.record(stats, iteration, engine_idx=0)
 
     def value(name: str) -> float:
         return float(next(v for k, v in ray.values.items() if k[0] == name))
 
     for running, waiting in [(24, 1), (24, 0), (18, 10), (24, 1)]:
-        step(running, waiting)
+        step(running, waiting, 24)
     stat_logger.record(None, None, engine_idx=0)  # a step with nothing to report
     stat_logger.flush()
     assert value("translator_engine_running_mean") == pytest.approx(22.5)
     assert value("translator_engine_waiting_mean") == pytest.approx(3.0)
+    assert value("translator_engine_decoding_mean") == pytest.approx(24.0)
     assert value("vllm_num_requests_running") == 24  # the last step's
     series = next(k for k in ray.values if k[0] == "translator_engine_running_mean")
     assert dict(series[1])["engine"] == "0"
@@ -215,9 +221,11 @@ def test_step_means_average_the_batch_over_the_interval_and_start_again(
     stat_logger.flush()
     assert value("translator_engine_running_mean") == pytest.approx(5.0)
     assert value("translator_engine_waiting_mean") == pytest.approx(0.0)
+    assert value("translator_engine_decoding_mean") == pytest.approx(5.0)
     stat_logger.flush()  # an interval without a step: the last step's counts
     stat_logger.flush()  # (set by the flush that found no step, sent by the next)
     assert value("translator_engine_running_mean") == 0
+    assert value("translator_engine_decoding_mean") == 0
     before = ray.calls
     stat_logger.flush()
     assert ray.calls == before  # idle: nothing more to send
