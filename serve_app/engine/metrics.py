@@ -34,7 +34,7 @@ averaged over every step of the interval. vLLM's ``num_requests_running``/``_wai
 one step's counts (the last before the export), which can catch the moment between a step's
 finished requests and the next admissions; the means say whether the batch was full through
 the interval. vLLM counts a step's running requests after its finished ones left, so with
-short requests (a markup post's segments) the running mean reads low while the batch was
+short requests (a markup post's text runs) the running mean reads low while the batch was
 full; the decoding mean is the requests that produced a token in the step (the step's
 generation tokens: one each, no speculative decoding), finished ones included, so "requests
 waited while slots were free" reads as waiting > 0 with decoding < ``max_num_seqs``.
