@@ -76,6 +76,23 @@ class EngineConfig(_Strict):
         "requests 0, document segments documents.engine_priority), then arrival; 'fcfs' by "
         "arrival only (priorities ignored).",
     )
+    admission_group: int = Field(
+        1,
+        ge=1,
+        le=256,
+        description="Grouped admission (serve_app/engine/grouped_admission.py): while requests "
+        "wait, vLLM's scheduler admits them once this many places in the batch are free (or "
+        "admission_max_hold_steps steps have passed), so new requests' prefills share a step "
+        "instead of each costing one (a step with a prefill took ~3 decode steps on an H100). "
+        "1: vLLM's own scheduler.",
+    )
+    admission_max_hold_steps: int = Field(
+        8,
+        ge=0,
+        le=256,
+        description="With admission_group > 1: the most engine steps waiting requests are held "
+        "back while fewer places than the group are free.",
+    )
     trust_remote_code: bool = Field(False, description="Allow model code from the hub.")
     hf_token_env: str = Field(
         "HF_TOKEN",
@@ -154,10 +171,21 @@ class EngineConfig(_Strict):
             kwargs["max_cudagraph_capture_size"] = self.max_cudagraph_capture_size
         return {**kwargs, **self.extra_engine_args}
 
+    def serving_kwargs(self) -> dict[str, Any]:
+        """``engine_kwargs`` plus what only this project's serving adds to vLLM (grouped
+        admission's scheduler): a peer run with ``engine_kwargs`` is vLLM as shipped."""
+        from serve_app.engine.grouped_admission import AdmissionSettings, engine_args
+
+        kwargs = self.engine_kwargs()
+        settings = AdmissionSettings(
+            group=self.admission_group, max_hold_steps=self.admission_max_hold_steps
+        )
+        return {**kwargs, **engine_args(settings, kwargs.get("additional_config") or {})}
+
     def to_engine_args(self) -> AsyncEngineArgs:
         from vllm.engine.arg_utils import AsyncEngineArgs
 
-        return AsyncEngineArgs(**self.engine_kwargs())
+        return AsyncEngineArgs(**self.serving_kwargs())
 
 
 class SamplingConfig(_Strict):

@@ -1,0 +1,112 @@
+"""Grouped admission: vLLM's scheduler taking waiting requests into the batch a few at a time.
+
+Why it exists: on the GPU, an engine step that prefills a new request costs about three
+decode-only steps, whether it admits one request or three (an H100 with the Qwen2.5-1.5B
+shape: 9-10 ms against 3.0-3.4 ms; ``bench/gpu/schedtrace`` traced it step by step, see
+``bench/results/2026-11-25-h100-admission``). Under steady load the batch's places free one
+at a time, so vLLM admits one request per step and a fifth of all steps (a third under the
+HTML workload, whose posts are several short engine requests) pay that price. Holding the
+waiting requests until ``group`` places are free, at most ``max_hold_steps`` steps, puts
+several prefills into one step: fewer, fuller mixed steps for a few decode steps in which a
+place or two stays empty.
+
+How: ``EngineConfig.admission_group`` > 1 sets vLLM's ``scheduler_cls`` to
+:func:`grouped_admission_scheduler` and the settings in ``additional_config``. On a step it
+holds, the scheduler schedules the running requests with an empty waiting queue (requests
+preempted in that step land there and are put back in front). Everything else is vLLM's
+scheduler, sync or async as the engine chose. ``scheduler_cls`` is not a stable vLLM
+interface: the subclass touches only ``waiting``, ``running``, ``policy`` and
+``max_num_running_reqs``, present in vLLM 0.26 and 0.32, and the unit tests run it against
+the installed vLLM's own scheduler.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CONFIG_KEY = "serve_app_grouped_admission"
+SCHEDULER = f"{__name__}.grouped_admission_scheduler"
+
+
+class AdmissionSettings(BaseModel):
+    """What the scheduler reads from ``additional_config[CONFIG_KEY]``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    group: int = Field(1, ge=1)
+    max_hold_steps: int = Field(8, ge=0)
+
+
+def holds(settings: AdmissionSettings, free: int, waiting: int, running: int, held: int) -> bool:
+    """Whether this step admits nobody: a request waits, some run, fewer than ``group``
+    places are free (but some are), and the waiting have been held fewer than
+    ``max_hold_steps`` steps. A batch with ``group`` free places, an idle engine or an empty
+    queue never holds. Fewer waiting than ``group`` still hold: in a closed loop the next
+    requests arrive a step or two after the finished ones' answers (25 users on 24 places
+    leave about one waiting), and they join the same admission."""
+    blocked = 0 < free < settings.group
+    return waiting > 0 and running > 0 and blocked and held < settings.max_hold_steps
+
+
+class _GroupedAdmission:
+    """The mixin over vLLM's ``Scheduler`` / ``AsyncScheduler`` (see the module's docstring)."""
+
+    waiting: Any
+    running: list[Any]
+    policy: Any
+    max_num_running_reqs: int
+    vllm_config: Any
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        extra = getattr(self.vllm_config, "additional_config", None) or {}
+        self.admission = AdmissionSettings.model_validate(extra.get(CONFIG_KEY, {}))
+        self.held_steps = 0
+
+    def schedule(self, *args: Any, **kwargs: Any) -> Any:
+        free = self.max_num_running_reqs - len(self.running)
+        if not holds(self.admission, free, len(self.waiting), len(self.running), self.held_steps):
+            self.held_steps = 0
+            return super().schedule(*args, **kwargs)  # type: ignore[misc]
+        self.held_steps += 1
+        from vllm.v1.core.sched.request_queue import create_request_queue
+
+        waiting, self.waiting = self.waiting, create_request_queue(self.policy)
+        try:
+            return super().schedule(*args, **kwargs)  # type: ignore[misc]
+        finally:
+            preempted, self.waiting = self.waiting, waiting
+            if preempted:
+                self.waiting.prepend_requests(preempted)
+
+
+def scheduler_classes() -> tuple[type, type]:
+    """The grouped-admission subclasses of vLLM's sync and async schedulers."""
+    from vllm.v1.core.sched.async_scheduler import AsyncScheduler
+    from vllm.v1.core.sched.scheduler import Scheduler
+
+    sync = type("GroupedAdmissionScheduler", (_GroupedAdmission, Scheduler), {})
+    async_ = type("GroupedAdmissionAsyncScheduler", (_GroupedAdmission, AsyncScheduler), {})
+    return sync, async_
+
+
+def grouped_admission_scheduler(*args: Any, **kwargs: Any) -> Any:
+    """vLLM's ``scheduler_cls``: called as the class would be, it builds the subclass that
+    matches the engine's choice of async scheduling (an async engine needs vLLM's
+    ``AsyncScheduler``)."""
+    vllm_config: Any = kwargs["vllm_config"] if "vllm_config" in kwargs else args[0]
+    sync, async_ = scheduler_classes()
+    use_async = bool(getattr(vllm_config.scheduler_config, "async_scheduling", False))
+    return (async_ if use_async else sync)(*args, **kwargs)
+
+
+def engine_args(settings: AdmissionSettings, additional: dict[str, Any]) -> dict[str, Any]:
+    """The AsyncEngineArgs fields that turn grouped admission on (none for a group of 1)."""
+    if settings.group <= 1:
+        return {}
+    return {
+        "scheduler_cls": SCHEDULER,
+        "additional_config": {**additional, CONFIG_KEY: settings.model_dump()},
+    }

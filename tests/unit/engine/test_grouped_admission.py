@@ -1,0 +1,88 @@
+"""Grouped admission's rule and its engine arguments (the scheduler itself runs against
+vLLM's own in tests/integration/test_grouped_admission.py)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from serve_app.core.config import EngineConfig
+from serve_app.engine.grouped_admission import (
+    CONFIG_KEY,
+    SCHEDULER,
+    AdmissionSettings,
+    engine_args,
+    grouped_admission_scheduler,
+    holds,
+)
+
+FOUR = AdmissionSettings(group=4, max_hold_steps=8)
+
+
+@pytest.mark.parametrize(
+    ("free", "waiting", "running", "held", "expected"),
+    [
+        (1, 5, 23, 0, True),  # one place free, many wait: hold for more places
+        (3, 1, 21, 0, True),  # fewer wait than the group: their followers are on the way
+        (4, 5, 20, 0, False),  # a group's worth of places: admit
+        (10, 5, 14, 0, False),
+        (0, 5, 24, 0, False),  # no place at all: nothing to hold (vLLM admits nobody)
+        (1, 0, 23, 0, False),  # nobody waits
+        (1, 5, 0, 0, False),  # an idle engine admits at once
+        (1, 5, 23, 7, True),
+        (1, 5, 23, 8, False),  # held max_hold_steps steps: admit
+    ],
+)
+def test_hold_rule(free: int, waiting: int, running: int, held: int, expected: bool) -> None:
+    assert holds(FOUR, free, waiting, running, held) is expected
+
+
+def test_a_group_of_one_never_holds() -> None:
+    one = AdmissionSettings(group=1, max_hold_steps=8)
+    assert not any(holds(one, free, 5, 23, 0) for free in range(25))
+
+
+def test_engine_args_only_for_a_group() -> None:
+    assert engine_args(AdmissionSettings(), {"x": 1}) == {}
+    args = engine_args(FOUR, {"x": 1})
+    assert args["scheduler_cls"] == SCHEDULER
+    assert args["additional_config"] == {"x": 1, CONFIG_KEY: {"group": 4, "max_hold_steps": 8}}
+
+
+def test_scheduler_path_names_the_factory() -> None:
+    module, _, name = SCHEDULER.rpartition(".")
+    assert __import__(module, fromlist=[name]).grouped_admission_scheduler is (
+        grouped_admission_scheduler
+    )
+
+
+def test_serving_adds_the_scheduler_but_a_peer_gets_vllm_as_shipped() -> None:
+    config = EngineConfig(
+        admission_group=4,
+        admission_max_hold_steps=6,
+        extra_engine_args={"additional_config": {"other": True}},
+    )
+    serving = config.serving_kwargs()
+    assert serving["scheduler_cls"] == SCHEDULER
+    assert serving["additional_config"] == {
+        "other": True,
+        CONFIG_KEY: {"group": 4, "max_hold_steps": 6},
+    }
+    peer = config.engine_kwargs()  # what `vllm serve` and the raw engine get in the bench
+    assert "scheduler_cls" not in peer
+    assert peer["additional_config"] == {"other": True}
+    assert "scheduler_cls" not in EngineConfig().serving_kwargs()
+
+
+@pytest.mark.parametrize("bad", [{"group": 0}, {"max_hold_steps": -1}, {"group": "x"}, {"y": 1}])
+def test_settings_are_validated(bad: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        AdmissionSettings.model_validate(bad)
+
+
+@pytest.mark.parametrize("field", ["admission_group", "admission_max_hold_steps"])
+def test_config_bounds(field: str) -> None:
+    with pytest.raises(ValidationError):
+        EngineConfig(**{field: -1})  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        EngineConfig(**{field: 10**9})  # type: ignore[arg-type]
