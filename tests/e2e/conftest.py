@@ -108,7 +108,14 @@ def cluster(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         top={"http_options": {"port": port}},
         app_options={"logging_config": {"encoding": "JSON"}},
         args={
-            "engine": {"model": str(tiny_model_dir), "max_model_len": 2048},
+            # Grouped admission on (serve_app/engine/grouped_admission.py): the whole suite's
+            # deadlines, aborts, overload and draining run through its scheduler too.
+            "engine": {
+                "model": str(tiny_model_dir),
+                "max_model_len": 2048,
+                "admission_group": 2,
+                "admission_max_hold_steps": 4,
+            },
             # Greedy (not the chat family's sampling): the random model's answers repeat.
             "prompt": {"family": "chat", "sampling": {"temperature": 0.0}},
             "limits": {"max_input_tokens": 512, "max_batch_items": 8},

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.e2e.conftest import Cluster
 from tests.texts import texts
 
 ITEM = {"text": "Hello world, how are you?", "source_lang": "en", "target_lang": "de"}
@@ -99,6 +100,18 @@ async def _post_all(url: str, bodies: list[dict], timeout: float = 300) -> list[
     limits = httpx.Limits(max_connections=len(bodies))
     async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
         return await asyncio.gather(*(client.post(url, json=b) for b in bodies))
+
+
+def test_engines_run_the_grouped_admission_scheduler(cluster: Cluster) -> None:
+    """The suite's config sets ``engine.admission_group``: each replica's engine core process
+    imported the scheduler by name (vLLM logs the custom class it runs)."""
+    name = "serve_app.engine.grouped_admission.grouped_admission_scheduler"
+    logged = [
+        path
+        for path in cluster.logs.rglob("*")
+        if path.is_file() and name in path.read_text(errors="replace")
+    ]
+    assert logged, f"no log under {cluster.logs} names {name}"
 
 
 def test_25_concurrent_requests_all_succeed_on_both_replicas(served: str) -> None:
