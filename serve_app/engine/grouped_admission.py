@@ -16,8 +16,8 @@ holds, the scheduler schedules the running requests with an empty waiting queue 
 preempted in that step land there and are put back in front). Everything else is vLLM's
 scheduler, sync or async as the engine chose. ``scheduler_cls`` is not a stable vLLM
 interface: the subclass touches only ``waiting``, ``running``, ``policy`` and
-``max_num_running_reqs``, present in vLLM 0.26 and 0.32, and the unit tests run it against
-the installed vLLM's own scheduler.
+``max_num_running_reqs``, present in vLLM 0.26 and 0.32, and
+tests/integration/test_grouped_admission.py drives it over the installed vLLM's scheduler.
 """
 
 from __future__ import annotations
