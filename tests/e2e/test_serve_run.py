@@ -103,8 +103,8 @@ async def _post_all(url: str, bodies: list[dict], timeout: float = 300) -> list[
 
 
 def test_engines_run_the_grouped_admission_scheduler(cluster: Cluster) -> None:
-    """The suite's config sets ``engine.admission_group``: each replica's engine core process
-    imported the scheduler by name (vLLM logs the custom class it runs)."""
+    """The suite's config sets ``engine.admission_group``: the replicas' engines imported the
+    scheduler by name (vLLM's engine core logs the custom class it runs)."""
     name = "serve_app.engine.grouped_admission.grouped_admission_scheduler"
     logged = [
         path
