@@ -16,7 +16,7 @@ import bisect
 import gzip
 import itertools
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -81,15 +81,8 @@ def request_summary(requests: list[tuple[Record, Record | None]]) -> Record:
         "lifetime_ms_mean": round(1e3 * fmean(f["t"] - a["t"] for a, f in done), 1)
         if done
         else None,
-        "finished": dict(sorted(_count(f["st"] for _, f in done).items())),
+        "finished": dict(sorted(Counter(f["st"] for _, f in done).items())),
     }
-
-
-def _count(values: Any) -> dict[str, int]:
-    out: dict[str, int] = defaultdict(int)
-    for v in values:
-        out[v] += 1
-    return out
 
 
 def number_runs(steps: list[Record]) -> None:

@@ -22,6 +22,8 @@ tests/integration/test_grouped_admission.py drives it over the installed vLLM's 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -66,20 +68,28 @@ class _GroupedAdmission:
         self.held_steps = 0
 
     def schedule(self, *args: Any, **kwargs: Any) -> Any:
+        step = partial(super().schedule, *args, **kwargs)  # type: ignore[misc]
         free = self.max_num_running_reqs - len(self.running)
         if not holds(self.admission, free, len(self.waiting), len(self.running), self.held_steps):
             self.held_steps = 0
-            return super().schedule(*args, **kwargs)  # type: ignore[misc]
+            return step()
         self.held_steps += 1
-        from vllm.v1.core.sched.request_queue import create_request_queue
+        return without_admissions(self, step)
 
-        waiting, self.waiting = self.waiting, create_request_queue(self.policy)
-        try:
-            return super().schedule(*args, **kwargs)  # type: ignore[misc]
-        finally:
-            preempted, self.waiting = self.waiting, waiting
-            if preempted:
-                self.waiting.prepend_requests(preempted)
+
+def without_admissions(scheduler: Any, schedule: Callable[[], Any]) -> Any:
+    """``schedule()`` (one step of ``scheduler``) with its waiting queue hidden, so that the
+    step runs the batch and admits nobody; requests preempted in the step land in the empty
+    queue and are put back in front of the waiting ones."""
+    from vllm.v1.core.sched.request_queue import create_request_queue
+
+    waiting, scheduler.waiting = scheduler.waiting, create_request_queue(scheduler.policy)
+    try:
+        return schedule()
+    finally:
+        preempted, scheduler.waiting = scheduler.waiting, waiting
+        if preempted:
+            scheduler.waiting.prepend_requests(preempted)
 
 
 def scheduler_classes() -> tuple[type, type]:

@@ -14,12 +14,15 @@ carries the benchmark's phase (``$BENCH_PHASE_FILE``, written by ``bench.journey
 It also carries the experiment that led to grouped admission (serve_app/engine/
 grouped_admission.py): with ``$ADMIT_GROUP`` (or the number in ``$ADMIT_GROUP_FILE``, which a
 benchmark can change between runs of one service) above 1, the scheduler admits nobody while
-fewer places than that are free and a request waits, for at most ``$ADMIT_MAX_HOLD`` steps.
+fewer places than that are free and a request waits, for at most ``$ADMIT_MAX_HOLD`` steps
+(the rule and step are that module's: the project's root must be on the PYTHONPATH too, as
+bench/gpu/run.sh puts it).
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib.abc
 import importlib.util
 import json
@@ -86,7 +89,7 @@ class _Group:
 
     def __init__(self) -> None:
         self.file = os.environ.get("ADMIT_GROUP_FILE")
-        self.value, self.read_at = int(os.environ.get("ADMIT_GROUP", "1")), 0.0
+        self.value, self.read_at = max(1, int(os.environ.get("ADMIT_GROUP", "1"))), 0.0
 
     def __call__(self) -> int:
         now = time.monotonic()
@@ -94,30 +97,27 @@ class _Group:
             self.read_at = now
             try:
                 with open(self.file) as f:
-                    self.value = int(f.read().strip() or 1)
+                    self.value = max(1, int(f.read().strip() or 1))
             except (OSError, ValueError):
                 self.value = 1
         return self.value
 
 
-def _gated(module: Any, schedule: Any, group: _Group, max_hold: int) -> Any:
-    """Experiment (admission group > 1): admit waiting requests only once ``group`` places
-    are free, or after ``max_hold`` steps of holding, so prefills come in fewer, fuller steps."""
+def _gated(schedule: Any, group: _Group, max_hold: int) -> Any:
+    """Experiment (admission group > 1): grouped admission's own rule and step
+    (serve_app/engine/grouped_admission.py), with a group that can change between runs."""
+    from serve_app.engine.grouped_admission import AdmissionSettings, holds, without_admissions
+
+    settings = functools.lru_cache(lambda g: AdmissionSettings(group=g, max_hold_steps=max_hold))
 
     def gated_schedule(self: Any, *args: Any, **kwargs: Any) -> Any:
         free = self.max_num_running_reqs - len(self.running)
         held = getattr(self, "_gate_held", 0)
-        if not (self.waiting and self.running and 0 < free < group() and held < max_hold):
+        if not holds(settings(group()), free, len(self.waiting), len(self.running), held):
             self._gate_held = 0
             return schedule(self, *args, **kwargs)
         self._gate_held = held + 1
-        saved, self.waiting = self.waiting, module.create_request_queue(self.policy)
-        try:
-            return schedule(self, *args, **kwargs)
-        finally:
-            preempted, self.waiting = self.waiting, saved
-            if preempted:
-                self.waiting.prepend_requests(preempted)
+        return without_admissions(self, functools.partial(schedule, self, *args, **kwargs))
 
     return gated_schedule
 
@@ -126,7 +126,7 @@ def _patch(module: Any, trace: _Trace) -> None:
     cls = module.Scheduler
     group = _Group()
     hold = int(os.environ.get("ADMIT_MAX_HOLD", "10"))
-    cls.schedule = _gated(module, cls.schedule, group, hold)
+    cls.schedule = _gated(cls.schedule, group, hold)
     schedule, update, add, free = (
         cls.schedule,
         cls.update_from_output,
