@@ -66,7 +66,11 @@ class ChatCompletionRequest(_Lenient):
         },
     )
 
-    model: str = Field(..., description="The served model's name (GET /v1/models).")
+    # Optional, as in vLLM: single-model clients (Subtitle Edit's LM Studio and "OpenAI
+    # Compatible" translators) leave it out when none is configured.
+    model: str | None = Field(
+        None, description="The served model's name (GET /v1/models); left out: that one."
+    )
     messages: list[ChatMessage] = Field(..., min_length=1, max_length=256)
     max_tokens: int | None = Field(None, ge=1, description="Most tokens to generate per choice.")
     max_completion_tokens: int | None = Field(None, ge=1, description="Same as max_tokens.")

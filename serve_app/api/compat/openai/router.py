@@ -18,7 +18,7 @@ from serve_app.api.compat.openai.protocol import (
     Model,
     ModelList,
 )
-from serve_app.api.compat.openai.serving import CHAT_PAIR, ChatServing
+from serve_app.api.compat.openai.serving import CHAT_PAIR, ChatServing, ChunkWriter
 from serve_app.api.errors import register_error_format
 from serve_app.api.keys import charged
 from serve_app.api.pacing import paced
@@ -65,7 +65,8 @@ def openai_router(app: FastAPI, service: TranslationService) -> None:
                 return await chat.complete(jobs, request_id)
             chat.check_stream(jobs)
         usage = body.stream_options is not None and body.stream_options.include_usage
-        chunks = paced(chat.stream(jobs, request_id, usage), service.limits.stream_interval_s)
+        writer = ChunkWriter(request_id, chat.model, usage)
+        chunks = paced(chat.stream(jobs, writer), service.limits.stream_interval_s)
         return StreamingResponse(chunks, media_type="text/event-stream", headers=HEADERS)
 
     app.include_router(router)

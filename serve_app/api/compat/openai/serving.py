@@ -18,6 +18,7 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import jinja2
 
@@ -69,8 +70,9 @@ class ChatServing:
         self.check_model(name)
         return Model(id=self.model, created=self.created)
 
-    def check_model(self, name: str) -> None:
-        if name != self.model:
+    def check_model(self, name: str | None) -> None:
+        """404 for a model other than the served one; none named means the served one."""
+        if name is not None and name != self.model:
             raise ModelNotFound(
                 f"The model '{name}' does not exist; this server serves '{self.model}' "
                 "(GET /v1/models)."
@@ -174,31 +176,25 @@ class ChatServing:
         self.service.require_ready()
         self.service.admission.check(len(jobs.requests))
 
-    async def stream(
-        self, jobs: Jobs, request_id: str, include_usage: bool
-    ) -> AsyncIterator[bytes]:
-        """The completion as OpenAI's server-sent events: a role chunk per choice, content
-        chunks as generated, a finish chunk per choice, the usage chunk if asked, then
-        ``[DONE]``. An error once started is a ``data: {"error": ...}`` event."""
-        chunks = ChunkWriter(completion_id(request_id), self.model, include_usage)
-        for i in range(len(jobs.requests)):
-            yield chunks.role(i)
+    async def stream(self, jobs: Jobs, writer: StreamWriter) -> AsyncIterator[bytes]:
+        """The completion as ``writer``'s server-sent events: its opening, content as
+        generated, each choice's finish, its closing with the usage; an error once started
+        is ``writer``'s failure event."""
+        yield writer.opening(len(jobs.requests))
         completion = 0
         try:
-            async with aclosing(self._produced(jobs, request_id)) as produced_chunks:
+            async with aclosing(self._produced(jobs, writer.request_id)) as produced_chunks:
                 async for index, chunk in produced_chunks:
                     if chunk.text:
-                        yield chunks.content(index, chunk.text)
+                        yield writer.content(index, chunk.text)
                     if chunk.finished:
                         completion += chunk.output_tokens
                         self._record(jobs, index, chunk.input_tokens, chunk.output_tokens)
-                        yield chunks.finish(index, _reason(chunk))
+                        yield writer.finish(index, _reason(chunk))
             self.service.characters += jobs.characters
-            if include_usage:
-                yield chunks.usage(_usage(jobs.prompt_tokens, completion))
+            yield writer.closing(_usage(jobs.prompt_tokens, completion))
         except ServiceError as exc:
-            yield sse_error(exc)
-        yield b"data: [DONE]\n\n"
+            yield writer.failure(exc)
 
     def _produced(
         self, jobs: Jobs, request_id: str
@@ -222,11 +218,31 @@ class ChatServing:
         return produced(produce)
 
 
-class ChunkWriter:
-    """``chat.completion.chunk`` events of one completion."""
+class StreamWriter(Protocol):
+    """The events of one streamed completion, in an API's own format."""
 
-    def __init__(self, completion: str, model: str, include_usage: bool) -> None:
-        self.head = {"id": completion, "created": int(time.time()), "model": model}
+    request_id: str
+
+    def opening(self, choices: int) -> bytes: ...
+
+    def content(self, index: int, text: str) -> bytes: ...
+
+    def finish(self, index: int, reason: FinishReason) -> bytes: ...
+
+    def closing(self, usage: CompletionUsage) -> bytes: ...
+
+    def failure(self, exc: ServiceError) -> bytes: ...
+
+
+class ChunkWriter:
+    """``chat.completion.chunk`` events of one completion: a role chunk per choice, content
+    chunks, a finish chunk per choice, the usage chunk (``choices: []``) when asked, then
+    ``[DONE]``; an error once started is a ``data: {"error": ...}`` event (the ``openai``
+    client raises ``APIError`` on it)."""
+
+    def __init__(self, request_id: str, model: str, include_usage: bool) -> None:
+        self.request_id = request_id
+        self.head = {"id": completion_id(request_id), "created": int(time.time()), "model": model}
         self.include_usage = include_usage
 
     def _event(self, chunk: ChatCompletionChunk) -> bytes:
@@ -236,8 +252,11 @@ class ChunkWriter:
     def _choice(self, choice: ChunkChoice) -> bytes:
         return self._event(ChatCompletionChunk(**self.head, choices=[choice]))
 
-    def role(self, index: int) -> bytes:
-        return self._choice(ChunkChoice(index=index, delta=Delta(role="assistant", content="")))
+    def opening(self, choices: int) -> bytes:
+        return b"".join(
+            self._choice(ChunkChoice(index=i, delta=Delta(role="assistant", content="")))
+            for i in range(choices)
+        )
 
     def content(self, index: int, text: str) -> bytes:
         return self._choice(ChunkChoice(index=index, delta=Delta(content=text)))
@@ -245,8 +264,16 @@ class ChunkWriter:
     def finish(self, index: int, reason: FinishReason) -> bytes:
         return self._choice(ChunkChoice(index=index, delta=Delta(), finish_reason=reason))
 
-    def usage(self, usage: CompletionUsage) -> bytes:
-        return self._event(ChatCompletionChunk(**self.head, choices=[], usage=usage))
+    def closing(self, usage: CompletionUsage) -> bytes:
+        if not self.include_usage:
+            return DONE
+        return self._event(ChatCompletionChunk(**self.head, choices=[], usage=usage)) + DONE
+
+    def failure(self, exc: ServiceError) -> bytes:
+        return sse_error(exc) + DONE
+
+
+DONE = b"data: [DONE]\n\n"
 
 
 def sse_error(exc: ServiceError) -> bytes:
