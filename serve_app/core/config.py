@@ -316,7 +316,9 @@ class CompatConfig(_Strict):
 
     deepl: bool = Field(True, description="Serve the DeepL API v2 subset under /v2.")
     openai: bool = Field(
-        True, description="Serve the OpenAI API subset (/v1/models, /v1/chat/completions)."
+        True,
+        description="Serve the OpenAI API subset (/v1/models, /v1/chat/completions, "
+        "/v1/responses).",
     )
     libretranslate_prefix: str | None = Field(
         "/libretranslate",

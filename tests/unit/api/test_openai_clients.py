@@ -289,3 +289,173 @@ async def test_openai_python_newer_fields(http: httpx.AsyncClient, engine: FakeE
             model="gpt-4o-mini",
             messages=[{"role": "user", "content": "Hi"}],
         )
+
+
+# -- Bob's openai-translator plugin (Responses API) ----------------------------------------
+
+BOB_FORMATTING = (
+    "\n\nIMPORTANT: Output the translation directly without any quotation marks or special "
+    'characters wrapping. Do not add quotes like 『』「」"" around the result.'
+)
+
+
+def bob_body(stream: bool) -> dict[str, Any]:
+    """Bob's ``buildRequestBody``: the (custom) system prompt with its formatting
+    instructions appended as ``instructions``, the user prompt as ``input``."""
+    return {
+        "model": MODEL,
+        "temperature": 0.2,
+        "stream": stream,
+        "instructions": "Translate into German." + BOB_FORMATTING,
+        "input": "Hello",
+    }
+
+
+def bob_parse(data: dict[str, Any]) -> str:
+    """Bob's ``parseResponse``: ``output_text`` if there, else the ``output_text`` parts of
+    the first ``message`` item of ``output``."""
+    if data.get("output_text"):
+        return str(data["output_text"]).strip()
+    for item in data["output"]:
+        if item["type"] == "message" and item["content"]:
+            text = "".join(c["text"] for c in item["content"] if c["type"] == "output_text")
+            if text:
+                return text.strip()
+    raise AssertionError("No output returned from Responses API")
+
+
+def bob_stream(body: str) -> str:
+    """Bob's ``handleStream``/``parseSseMessage`` over its ``LineDecoder`` and
+    ``SseDecoder``: the ``delta`` of ``response.output_text.delta`` events (by event name,
+    or by ``type`` without one); an ``error`` in the data raises."""
+    text, event, data = "", None, []
+    for line in body.split("\n"):
+        if line:
+            field, _, value = line.partition(":")
+            event = value.strip() if field == "event" else event
+            data += [value.removeprefix(" ")] if field == "data" else []
+            continue
+        if not data:
+            continue
+        payload = "\n".join(data)
+        parsed = None if payload.startswith("[DONE]") else json.loads(payload)
+        if parsed is not None and parsed.get("error"):
+            raise AssertionError(parsed["error"]["message"])
+        if parsed is not None and "response.output_text.delta" in (event, parsed.get("type")):
+            text += parsed["delta"]
+        event, data = None, []
+    return text
+
+
+async def test_bob_openai_translator_plugin(http: httpx.AsyncClient, engine: FakeEngine) -> None:
+    """Bob's openai-translator plugin (openai-translator/bob-plugin-openai-translator),
+    src/adapter/openai.ts (buildHeaders, buildRequestBody, parseResponse, handleStream,
+    testApiConnection) with src/utils/sse.ts and src/adapter/openai-compatible.ts: the
+    Responses API at ``{apiUrl}/v1/responses`` ("OpenAI") or at the configured URL, which
+    must end in ``/responses`` ("OpenAI compatible"); ``Authorization: Bearer``; the key
+    is checked with ``GET .../models`` (``data`` or ``object: list``). Before, 404."""
+    url, headers = (
+        "/v1/responses",
+        {"Content-Type": "application/json", "Authorization": "Bearer any"},
+    )
+    models = (await http.get("/v1/models", headers=headers)).json()
+    assert models["object"] == "list"
+    assert models["data"]
+    r = await http.post(url, json=bob_body(False), headers=headers)
+    assert r.status_code == 200, r.text
+    assert bob_parse(r.json()) == "HELLO"
+    prompt = "".join(map(chr, engine.requests[0].prompt_token_ids))
+    assert prompt.startswith("Translate into German.\n\nIMPORTANT")
+    assert engine.requests[0].temperature == 0.2
+    r = await http.post(url, json=bob_body(True), headers=headers)
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("text/event-stream")
+    assert bob_stream(r.text) == "HELLO"
+
+
+async def test_bob_plugin_sees_errors_in_openais_shape(
+    http: httpx.AsyncClient, engine: FakeEngine
+) -> None:
+    """Bob's ``extractErrorFromResponse`` shows ``error.message`` (and ``param``) of a
+    4xx, a stream's ``error`` event raises in ``parseSseMessage``."""
+    from serve_app.core.errors import EngineUnavailable
+
+    r = await http.post("/v1/responses", json=bob_body(False) | {"model": "gpt-5"})
+    assert r.status_code == 404
+    assert set(r.json()["error"]) == {"message", "type", "param", "code"}
+    engine.fail_after_chunks, engine.fail_with = 1, EngineUnavailable("The engine stopped.")
+    r = await http.post("/v1/responses", json=bob_body(True))
+    assert r.status_code == 200
+    with pytest.raises(AssertionError, match="engine stopped"):
+        bob_stream(r.text)
+
+
+async def test_openai_python_responses(http: httpx.AsyncClient, engine: FakeEngine) -> None:
+    """openai-python 3.54.0, openai/resources/responses/responses.py (create; its stream
+    of typed events): ``instructions``, ``input`` as a string or as messages with
+    ``input_text`` parts, ``max_output_tokens``, ``temperature``; ``Response.output_text``
+    joins the output's text, usage in ``input_tokens``/``output_tokens``."""
+    client = openai_for(http)
+    out = await client.responses.create(
+        model=MODEL, instructions="Translate into German.", input="Hello", max_output_tokens=9
+    )
+    assert out.output_text == "HELLO"
+    assert out.status == "completed"
+    assert out.usage is not None
+    assert out.usage.output_tokens == 3
+    assert engine.requests[0].max_tokens == 9
+    out = await client.responses.create(
+        model=MODEL,
+        input=[
+            {"role": "developer", "content": "Translate into German."},
+            {"role": "user", "content": [{"type": "input_text", "text": "Good night"}]},
+        ],
+    )
+    assert out.output_text == "GOOD NIGHT"
+    stream = await client.responses.create(model=MODEL, input="Hello", stream=True)
+    events = [e async for e in stream]
+    assert events[0].type == "response.created"
+    deltas = [e.delta for e in events if e.type == "response.output_text.delta"]
+    assert "".join(deltas) == "HELLO"
+    assert events[-1].type == "response.completed"
+    assert events[-1].response.output_text == "HELLO"
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"input": []}, "input"),
+        ({"input": [{"role": "user", "content": [{"type": "input_image"}]}]}, "text only"),
+        ({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]}, "input"),
+        ({"tools": [{"type": "web_search"}]}, "tools"),
+        ({"previous_response_id": "resp_1"}, "previous_response_id"),
+        ({"text": {"format": {"type": "json_schema"}}}, "text.format"),
+        ({"max_output_tokens": 0}, "max_output_tokens"),
+    ],
+)
+async def test_responses_refused_in_openais_shape(
+    http: httpx.AsyncClient, engine: FakeEngine, change: dict[str, Any], fragment: str
+) -> None:
+    """What a text-only, stateless server cannot honour is a 400, never a 500."""
+    r = await http.post("/v1/responses", json={"model": MODEL, "input": "Hello"} | change)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["type"] == "invalid_request_error"
+    assert fragment in r.json()["error"]["message"]
+    assert engine.requests == []
+
+
+async def test_responses_cut_short_are_incomplete(
+    http: httpx.AsyncClient, engine: FakeEngine
+) -> None:
+    """A response the token limit cut short is ``incomplete`` with ``incomplete_details``
+    ``max_output_tokens``, its stream ending in ``response.incomplete``, as OpenAI's."""
+    engine.truncate_marker = "CUT"
+    client = openai_for(http)
+    out = await client.responses.create(model=MODEL, input="CUT here")
+    assert out.status == "incomplete"
+    assert out.incomplete_details is not None
+    assert out.incomplete_details.reason == "max_output_tokens"
+    stream = await client.responses.create(model=MODEL, input="CUT here", stream=True)
+    events = [e async for e in stream]
+    assert events[-1].type == "response.incomplete"
