@@ -105,3 +105,37 @@ def test_errors_in_openais_shape(client: openai.OpenAI, model: str, served: str)
     r = httpx.post(f"{served}/v1/chat/completions", json={"model": model}, timeout=TIMEOUT)
     assert r.status_code == 400
     assert set(r.json()["error"]) == {"message", "type", "param", "code"}
+
+
+def test_responses_plain_and_streamed(client: openai.OpenAI, model: str) -> None:
+    """``/v1/responses`` (Bob's openai-translator plugin, ``openai.responses``) through the
+    real stack: the answer's one message, and the streamed deltas adding up to it."""
+    out = client.responses.create(
+        model=model, instructions=POT_SYSTEM, input=POT_USER, max_output_tokens=10, temperature=0
+    )
+    assert out.object == "response"
+    assert out.status in ("completed", "incomplete")
+    assert out.usage is not None
+    assert 0 < out.usage.output_tokens <= 10
+    events = list(
+        client.responses.create(
+            model=model,
+            instructions=POT_SYSTEM,
+            input=POT_USER,
+            max_output_tokens=10,
+            temperature=0,
+            stream=True,
+        )
+    )
+    assert events[0].type == "response.created"
+    assert events[-1].type in ("response.completed", "response.incomplete")
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert deltas == out.output_text  # greedy: the same text streamed or not
+
+
+def test_model_left_out_is_the_served_one(served: str, model: str) -> None:
+    """Subtitle Edit's LM Studio / OpenAI-compatible translators send no ``model``."""
+    body = {"messages": [{"role": "user", "content": POT_USER}], "max_tokens": 4}
+    r = httpx.post(f"{served}/v1/chat/completions", json=body, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert r.json()["model"] == model
