@@ -52,9 +52,11 @@ _QUOTES = (
     ("「", "」"),
     ("『", "』"),
 )
-_LANGUAGE_TAG = re.compile(
-    r"^\s*<[a-z]{2,3}(?:-[A-Za-z]{2,4})?>\s*|\s*<[a-z]{2,3}(?:-[A-Za-z]{2,4})?>\s*$"
-)
+# A language tag opening or closing the answer ("<de>", "<pt-BR>"). Two patterns, the spaces
+# before a closing tag stripped apart: "\s*<tag>\s*$" searched for was quadratic on a run of
+# spaces (a second for 20,000 of them, in a client's text or the model's answer).
+_LEADING_TAG = re.compile(r"\s*<[a-z]{2,3}(?:-[A-Za-z]{2,4})?>\s*")
+_TRAILING_TAG = re.compile(r"<[a-z]{2,3}(?:-[A-Za-z]{2,4})?>\s*$")
 _GEMMA_TURNS = re.compile(r"<(?:start|end)_of_turn>(?:model|user)?\s*")
 # Seed-X-PPO may follow its translation with a chain of thought opened by "[COT]".
 COT_MARK = "[COT]"
@@ -86,8 +88,18 @@ def strip_quotes(output: str, source: str) -> str:
     return output
 
 
+def has_language_tag(text: str) -> bool:
+    return bool(_LEADING_TAG.match(text) or _TRAILING_TAG.search(text))
+
+
 def strip_language_tag(output: str, source: str) -> str:
-    return output if _LANGUAGE_TAG.search(source) else _LANGUAGE_TAG.sub("", output)
+    if has_language_tag(source):
+        return output
+    if m := _LEADING_TAG.match(output):
+        output = output[m.end() :]
+    if m := _TRAILING_TAG.search(output):
+        output = output[: m.start()].rstrip()
+    return output
 
 
 def strip_gemma_turns(output: str, source: str) -> str:

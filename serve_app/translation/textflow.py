@@ -147,6 +147,7 @@ class TextTranslator:
             return plan
         self.require_ready()
         if document is not None:
+            self._check_document(document)
             return plan
         # Splitting has counted each piece's tokens already: count each text once (the
         # tokenizer was the replica's largest CPU cost per request).
@@ -165,6 +166,19 @@ class TextTranslator:
                 f"The text needs {n} engine requests (pieces of "
                 f"{self.limits.max_input_tokens} tokens); a replica holds at most "
                 f"{self.limits.max_engine_requests}."
+            )
+
+    def _check_document(self, document: Document) -> None:
+        """A document whose segments may need more engine requests than a replica ever
+        holds (``Document.engine_requests``: each text run between tags is one when the
+        model loses tags) is refused, as a text of too many pieces is: one request of
+        ``<i>a</i>`` repeated was 12,500 engine requests."""
+        limit = self.limits.max_engine_requests
+        if document.engine_requests(limit) > limit:
+            raise TextTooLong(
+                f"The text's markup splits it into more than {limit} parts to translate "
+                f"(blocks, and the text runs between inline tags); a replica holds at most "
+                f"{limit} engine requests. Send it in smaller parts."
             )
 
     def detect(self, text: str) -> list[tuple[Language, float]]:

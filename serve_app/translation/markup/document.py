@@ -58,6 +58,19 @@ class Document:
     def has_tags(self) -> bool:
         return any(s.tags for s in self.segments)
 
+    def engine_requests(self, stop_after: int) -> int:
+        """The engine requests its translation may hold at once at most: one for each
+        segment, or for a segment with tags one for each text run when the structural method
+        translates them one by one (its placeholder attempt, before, takes one), pieces of
+        runs longer than a prompt aside. Counting stops once past ``stop_after``: a segment
+        of ``<i>a</i>`` repeated has as many runs as a hundred thousand characters allow."""
+        n = 0
+        for segment in self.segments:
+            n += max(1, len(segment.runs())) if segment.tags else 1
+            if n > stop_after:
+                break
+        return n
+
     def rebuild(self, translations: Sequence[str]) -> str:
         """The document with its segments replaced by ``translations`` (already restored
         to the format: tags back in place, text escaped), in order."""

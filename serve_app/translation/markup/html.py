@@ -66,8 +66,11 @@ class _Walker:
             b.tag("void", node.raw)
         elif node.kind == "entity":
             text = node.text
-            if text in ("<", ">") or len(text) != 1:
-                b.tag("void", node.raw)  # never part of a placeholder look-alike
+            if text in ("<", ">", "\ufffd") or len(text) != 1:
+                # Never part of a placeholder look-alike; and each reference that stands for
+                # no character (``&#0;``, ``&#xD800;``, ``&#x110000;``: all read as U+FFFD)
+                # keeps its own spelling.
+                b.tag("void", node.raw)
             else:
                 self.entities.setdefault(text, node.raw)
                 b.text(text, node.raw)

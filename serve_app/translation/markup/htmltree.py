@@ -19,6 +19,12 @@ _VOIDS = "area base br col embed hr img input link meta param source track wbr"
 VOID_HTML = frozenset(_VOIDS.split())
 _NAME = re.compile(r"</?\s*([^\s/>]+)")
 _SUBSET_END = re.compile(r"\]\s*>")
+# What html.parser (3.11) needs to close a comment and a marked section (``<![CDATA[``).
+_COMMENT_CLOSE = re.compile(r"--\s*>")
+_SECTION_CLOSE = re.compile(r"\]\s*>")
+_OPENS_SECTION = re.compile(r"<!(?:--|\[)")
+_BOGUS_CHARREF = re.compile(r"&#(?![0-9]|[xX][0-9a-fA-F])")
+_PLAIN = "\x00"  # stands for a character that html.parser must read as text
 
 
 @dataclass
@@ -162,8 +168,20 @@ class _TreeBuilder(HTMLParser):
     def unknown_decl(self, data: str) -> None:
         self._other()
 
+    def parse_marked_section(self, i: int, report: bool = True) -> int:
+        """``<![name[...]]>``; an unknown name or none (``<![foo[``, ``<![ x``) is kept as
+        other markup up to its ``>``, where the standard library raises AssertionError."""
+        try:
+            return int(super().parse_marked_section(i, report))
+        except AssertionError:
+            end = self.rawdata.find(">", i + 3)
+            if end < 0:
+                return -1
+            self.unknown_decl(self.rawdata[i + 3 : end])
+            return end + 1
+
     def build(self) -> Element:
-        self.feed(self.source)
+        self.feed(parser_input(self.source))
         self.close()
         self._fill()
         return self.root
@@ -184,6 +202,40 @@ class _TreeBuilder(HTMLParser):
             else:
                 assert isinstance(node, Node)
                 node.raw = raw
+
+
+def parser_input(source: str) -> str:
+    """``source`` as html.parser reads it: the same length (token offsets are the source's,
+    and every token's text is taken from the source), with the ``<`` of each construct that
+    can never close and the ``&`` of each ``&#`` that is no character reference made plain
+    text. html.parser reads those as text as well, but only after scanning to the end of the
+    input for their close, once for each (quadratic: 100,000 characters of ``<a`` took 13 s,
+    of ``<!--x>`` 3 s); and after a bogus ``&#`` it read the rest of the document as text,
+    tags included (they came back escaped)."""
+    cut = source.rfind(">") + 1  # after the last ">", no tag, comment or section can end
+    last_comment = _last_start(_COMMENT_CLOSE, source)
+    last_section = _last_start(_SECTION_CLOSE, source)
+    plain = [m.start() for m in _BOGUS_CHARREF.finditer(source)]
+    for m in _OPENS_SECTION.finditer(source, 0, cut):
+        i = m.start()
+        comment = m.group(0) == "<!--"
+        if (last_comment < i + 4) if comment else (last_section < i + 3):
+            plain.append(i)
+    text = source
+    if plain:
+        chars = list(source)
+        for i in plain:
+            chars[i] = _PLAIN
+        text = "".join(chars)
+    return text[:cut] + text[cut:].replace("<", _PLAIN)
+
+
+def _last_start(pattern: re.Pattern[str], text: str) -> int:
+    """Where the last match of ``pattern`` in ``text`` starts; -1 if none."""
+    last = -1
+    for m in pattern.finditer(text):
+        last = m.start()
+    return last
 
 
 def parse_tree(source: str, xml: bool = False) -> Element:

@@ -33,12 +33,16 @@ class _Misaligned(Exception):
     """An inline token could not be found where the source should hold it."""
 
 
-def _shows_address(link: Token, after: Sequence[Token]) -> bool:
-    """Whether a (non-auto) link's text is its address (``atoms.shows_address``)."""
+def _shows_address(tokens: Sequence[Token], at: int) -> bool:
+    """Whether the (non-auto) link opened by ``tokens[at]`` has its address as its text
+    (``atoms.shows_address``). Reads the tokens in place: a copy of the rest for each link
+    made a paragraph of links quadratic."""
+    link = tokens[at]
     if link.markup == "autolink":
         return False
     text = []
-    for tok in after:
+    for k in range(at + 1, len(tokens)):
+        tok = tokens[k]
         if tok.type == "link_close":
             break
         text.append(tok.content if tok.type == "text" else " ")
@@ -59,7 +63,7 @@ class _Inline:
             if skip_to_close:
                 skip_to_close = tok.type != "link_close"
                 continue
-            if tok.type == "link_open" and _shows_address(tok, children[i + 1 :]):
+            if tok.type == "link_open" and _shows_address(children, i):
                 self.void(self.bracketed() + self.destination())  # an address: one atom
                 skip_to_close = True
                 continue

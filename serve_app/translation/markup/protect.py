@@ -26,7 +26,8 @@ _SIMPLE = re.compile(
     r"|\{\d{1,3}\}"  # {0}
     rf"|{_PRINTF}"
     r"|https?://[^\s<>\"'`]+"  # URLs (trailing punctuation trimmed below)
-    r"|</?\s*[A-Za-z]\d{1,5}\s*/?\s*>"  # our own placeholder syntax, as text
+    # our own placeholder syntax, as text ("\s*(?:/\s*)?", not "\s*/?\s*": linear on spaces)
+    r"|</?\s*[A-Za-z]\d{1,5}\s*(?:/\s*)?>"
 )
 _ICU = re.compile(r"\{\s*[A-Za-z_]\w*\s*,\s*(?:plural|select|selectordinal)\s*,")
 _URL_TRAIL = ".,;:!?)]}'\""
@@ -90,9 +91,14 @@ def _closing_brace(text: str, start: int) -> int | None:
 
 
 def _trim_url(text: str, start: int, end: int) -> int:
+    """The URL's end without trailing punctuation (brackets counted once: linear in the URL,
+    which may be a hundred thousand characters of ")")."""
+    opened, closed = text.count("(", start, end), text.count(")", start, end)
     while end > start and text[end - 1] in _URL_TRAIL:
         # A closing bracket that closes one inside the URL belongs to it (Wikipedia links).
-        if text[end - 1] == ")" and text.count("(", start, end) >= text.count(")", start, end):
-            break
+        if text[end - 1] == ")":
+            if opened >= closed:
+                break
+            closed -= 1
         end -= 1
     return end

@@ -76,7 +76,9 @@ _PATTERNS: dict[str, re.Pattern[str]] = {}
 def _patterns(letter: str) -> re.Pattern[str]:
     if letter not in _PATTERNS:
         _PATTERNS[letter] = re.compile(
-            rf"<\s*(/?)\s*{re.escape(letter)}(\d{{1,5}})\s*(/?)\s*>", re.IGNORECASE
+            # "\s*(?:(/)\s*)?", not "\s*(/?)\s*": linear on a run of spaces.
+            rf"<\s*(?:(/)\s*)?{re.escape(letter)}(\d{{1,5}})\s*(?:(/)\s*)?>",
+            re.IGNORECASE,
         )
     return _PATTERNS[letter]
 

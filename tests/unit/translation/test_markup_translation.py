@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from serve_app.core.config import AppConfig
+from serve_app.core.errors import TextTooLong
 from serve_app.core.schemas import BatchTranslateRequest, TextItem, TranslateRequest
 from serve_app.translation.service import TranslationService
 from tests.fakes import FakeEngine
@@ -180,3 +181,14 @@ async def test_documents_without_words_cost_no_engine_request(fmt: str) -> None:
     )
     assert r.translation == " 42 — {x} :) "
     assert engine.requests == []
+
+
+async def test_a_document_of_too_many_text_runs_is_refused_before_the_engine() -> None:
+    # Each run between tags is one engine request when the model loses tags: a paragraph of
+    # "<i>a</i>" repeated made 12,500 of them out of one request.
+    svc, engine = await service("chat", dropping_tags)
+    with pytest.raises(TextTooLong):
+        await svc.translate(html_request("<p>" + "<i>a</i> " * 200 + "</p>"), "r1")
+    assert engine.requests == []
+    await svc.translate(html_request("<p>" + "<i>a</i> " * 100 + "</p>"), "r2")
+    assert len(engine.requests) == 101  # the placeholder attempt, then each run
