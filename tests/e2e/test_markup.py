@@ -191,3 +191,26 @@ def test_replicas_stop_wasting_placeholder_attempts_on_a_model_that_loses_tags(
         return total(now, name, method=method) - total(before, name, method=method)
 
     wait_for(lambda: counted() >= info["structural_segments"])
+
+
+def test_markup_crafted_against_the_parsers(served: str) -> None:
+    """docs/hostile-input.md's crafted markup through the real stack: a paragraph of
+    hundreds of inline tags (as many engine requests when the model loses tags) is refused
+    before the engine, in each API's shape; an unknown marked section (a 500 from the
+    standard library's parser before) is kept as markup."""
+    runs = "<p>" + "<i>a</i> " * 300 + "</p>"
+    native = {"text": runs, "source_lang": "en", "target_lang": "de", "format": "html"}
+    r = httpx.post(f"{served}/translate", json=native, timeout=TIMEOUT)
+    assert r.status_code == 413, r.text
+    assert r.json()["error"]["code"] == "text_too_long"
+    deepl = {"text": [runs], "target_lang": "DE", "tag_handling": "html"}
+    r = httpx.post(f"{served}/v2/translate", json=deepl, timeout=TIMEOUT)
+    assert 400 <= r.status_code < 500, r.text
+    assert set(r.json()) == {"message"}
+    section = "<p>Hello <![foo[x]]> world, <b>how</b> are you?</p>"
+    body = {**native, "text": section, "cache": False}
+    r = httpx.post(f"{served}/translate", json=body, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    out = r.json()["translation"]
+    assert "<![foo[x]]>" in out
+    assert tags(out) == tags(section)
