@@ -33,6 +33,13 @@ class DocumentsConfig(BaseModel):
         description="Largest unpacked size of an Office file (a ZIP package), checked before "
         "it is parsed.",
     )
+    max_package_elements: int = Field(
+        1_000_000,
+        ge=1000,
+        description="Most XML elements in an Office file's parts (and cells of its merged, "
+        "hyperlinked or commented ranges), counted in a streaming pass before a library "
+        "builds an object for each (413 beyond).",
+    )
     worker_concurrency: int = Field(
         4,
         ge=0,
@@ -77,4 +84,5 @@ class DocumentsConfig(BaseModel):
             max_chars=self.max_chars,
             max_segment_chars=self.max_segment_chars,
             max_unpacked_bytes=self.max_unpacked_bytes,
+            max_package_elements=self.max_package_elements,
         )

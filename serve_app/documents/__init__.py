@@ -10,9 +10,7 @@ inline tags.
 
 from __future__ import annotations
 
-import io
 import logging
-import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 from typing import TypeVar
@@ -30,6 +28,7 @@ from serve_app.documents.base import (
 from serve_app.documents.bilingual import PoFormat, XliffFormat
 from serve_app.documents.markup import HtmlFormat, MarkdownFormat
 from serve_app.documents.office import DocxFormat
+from serve_app.documents.package import check_package
 from serve_app.documents.sheets import XlsxFormat
 from serve_app.documents.slides import PptxFormat
 from serve_app.documents.subtitles import SrtFormat, VttFormat
@@ -94,7 +93,7 @@ def extract(fmt: DocumentFormat, data: bytes, limits: DocumentLimits) -> list[Se
             f"The document is {len(data)} bytes; at most {limits.max_bytes} are accepted."
         )
     if fmt.zipped:
-        _check_package(fmt, data, limits)
+        check_package(fmt.name, data, limits)
     segments = _guarded(fmt, lambda: fmt.extract(data))
     check_segments(segments, limits)
     return segments
@@ -115,24 +114,6 @@ def _guarded(fmt: DocumentFormat, work: Callable[[], T]) -> T:
         raise MalformedDocument(
             f"The file could not be read as a {fmt.name} file ({type(exc).__name__})."
         ) from exc
-
-
-def _check_package(fmt: DocumentFormat, data: bytes, limits: DocumentLimits) -> None:
-    """A ZIP package's unpacked size and entry count, before any library unpacks it."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as package:
-            entries = package.infolist()
-    except (zipfile.BadZipFile, ValueError, OSError) as exc:
-        raise MalformedDocument(
-            f"The file is not a valid {fmt.name} file: it is not a ZIP package ({exc})."
-        ) from exc
-    unpacked = sum(e.file_size for e in entries)
-    if unpacked > limits.max_unpacked_bytes or len(entries) > limits.max_package_entries:
-        raise DocumentTooLarge(
-            f"The {fmt.name} package unpacks to {unpacked} bytes in {len(entries)} entries; "
-            f"at most {limits.max_unpacked_bytes} bytes in {limits.max_package_entries} "
-            "entries are accepted."
-        )
 
 
 async def translate_segment(segment: Segment, translate: inline.Translate) -> str:

@@ -41,6 +41,9 @@ class DocumentLimits:
     max_segment_chars: int = 20_000
     max_unpacked_bytes: int = 200 * 1024 * 1024  # Office files are ZIP packages
     max_package_entries: int = 10_000
+    # XML elements in all of an Office file's parts, and the cells that openpyxl makes for
+    # its ranges (merged cells, hyperlinks, comments): each costs the libraries an object.
+    max_package_elements: int = 1_000_000
 
 
 class DocumentFormat(ABC):
