@@ -9,6 +9,7 @@ do work proportional to the file: callers run them in a thread, never on the eve
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from typing import ClassVar
 from serve_app.core.errors import DocumentTooLarge, MalformedDocument
 
 CONTEXT_CHARS = 600  # neighbouring text given with a segment, at most
+_OPENING_TAG = re.compile(r"<[gx][0-9]+/?>")  # a tagged segment's tags (see ``inline``)
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class DocumentLimits:
     max_segments: int = 20_000
     max_chars: int = 1_000_000
     max_segment_chars: int = 20_000
+    # Inline tags (formatting changes, cue tags, placeholders) in one segment: a model that
+    # drops them makes the segment translated piece by piece, one engine request a piece.
+    max_segment_tags: int = 200
     max_unpacked_bytes: int = 200 * 1024 * 1024  # Office files are ZIP packages
     max_package_entries: int = 10_000
     # XML elements in all of an Office file's parts, and the cells that openpyxl makes for
@@ -114,11 +119,23 @@ def check_segments(segments: Sequence[Segment], limits: DocumentLimits) -> None:
                 f"Segment {index + 1} holds {len(segment.text)} characters; at most "
                 f"{limits.max_segment_chars} are accepted in one paragraph, cell or cue."
             )
+        if segment.tagged:
+            _check_tags(index, segment.text, limits)
         chars += len(segment.text)
     if chars > limits.max_chars:
         raise DocumentTooLarge(
             f"The document holds {chars} characters of text; at most {limits.max_chars} "
             "are accepted."
+        )
+
+
+def _check_tags(index: int, text: str, limits: DocumentLimits) -> None:
+    tags = len(_OPENING_TAG.findall(text))
+    if tags > limits.max_segment_tags:
+        raise DocumentTooLarge(
+            f"Segment {index + 1} holds {tags} inline tags (formatting changes, markup or "
+            f"placeholders); at most {limits.max_segment_tags} are accepted in one paragraph, "
+            "cell or cue."
         )
 
 

@@ -141,6 +141,9 @@ def group_texts(nodes: Sequence[Node], count: int) -> list[str]:
 
 
 Translate = Callable[[str, str], Awaitable[str]]
+# Engine requests one segment's fallback makes at once: a segment's pieces are many (up to
+# ``DocumentLimits.max_segment_tags`` tags), and a worker translates several segments.
+PIECES_AT_ONCE = 4
 
 
 async def translate_tagged(text: str, context: str, translate: Translate) -> str:
@@ -152,11 +155,13 @@ async def translate_tagged(text: str, context: str, translate: Translate) -> str
         return whole
     pieces = texts(source)
     sentence = plain(source)
+    at_once = asyncio.Semaphore(PIECES_AT_ONCE)
 
     async def one(piece: str) -> str:
         if not piece.strip():
             return piece
-        return keep_space(piece, await translate(piece, sentence))
+        async with at_once:
+            return keep_space(piece, await translate(piece, sentence))
 
     done = await asyncio.gather(*(one(p) for p in pieces))
     return render(fill(source, done))
