@@ -109,6 +109,10 @@ def _guarded(fmt: DocumentFormat, work: Callable[[], T]) -> T:
         return work()
     except ServiceError:
         raise
+    except RecursionError as exc:  # markup nested thousands deep (<i><i><i>... in a cue)
+        raise MalformedDocument(
+            f"The file could not be read as a {fmt.name} file: it is nested too deeply."
+        ) from exc
     except Exception as exc:  # a library's surprise on a strange file is still a bad file
         logger.warning("reading a %s document failed: %r", fmt.name, exc)
         raise MalformedDocument(

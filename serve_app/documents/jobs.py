@@ -133,7 +133,7 @@ class DocumentJobs:
             options |= _glossary_options(upload.glossary_id, terms)
         job = await self.store.create_document(
             owner,
-            upload.filename or f"document.{fmt.name}",
+            file_name(upload.filename) or f"document.{fmt.name}",
             fmt.name,
             source,
             upload.target_lang,
@@ -210,6 +210,12 @@ class DocumentJobs:
             if job.state != "done":
                 raise
             return job
+
+
+def file_name(name: str) -> str:
+    """The uploaded file's name without the folders a client may send with it
+    (``../../x.docx``, ``C:\\Users\\x.docx``): the name the download is offered under."""
+    return name.replace("\\", "/").rsplit("/", 1)[-1].strip()
 
 
 def _read(

@@ -52,7 +52,7 @@ class SrtFormat(DocumentFormat):
     name = "srt"
     extensions = (".srt",)
     media_type = "application/x-subrip"
-    parse_errors = (srt.SRTParseError, ValueError)
+    parse_errors = (srt.SRTParseError, ValueError, OverflowError)  # a timing past any clock
 
     def _cues(self, data: bytes) -> list[srt.Subtitle]:
         text = decode_text(data, "SubRip")

@@ -41,7 +41,7 @@ def libre_document_routes(router: APIRouter, documents: ReplicaDocuments, prefix
         await documents.jobs.wait(None, job_id, documents.config.wait_timeout_s)
         await documents.jobs.result(None, job_id)  # a failed job answers its error here
         base = str(request.base_url).rstrip("/")
-        url = f"{base}{prefix}/download_file/{job_id}.{quote(file.filename)}"
+        url = f"{base}{prefix}/download_file/{job_id}.{quote(submitted.job.name, safe='')}"
         return {"translatedFileUrl": url}
 
     @router.get("/download_file/{filename}")

@@ -262,3 +262,23 @@ async def test_libre_translate_file_over_1_mib_with_the_key_in_the_form(
         r = await setup.client.post(url, files={"file": ("big.md", big * 3)}, data=form)
         assert r.status_code == 413
         assert "error" in r.json()
+
+
+@pytest.mark.parametrize("name", ["../../etc/notes.md", "dir/sub/notes.md", "a b/notes.md"])
+async def test_a_file_name_with_folders_is_served_under_its_own_name(
+    setup: Setup, name: str
+) -> None:
+    """Folders in an uploaded file's name are dropped: the download URL LibreTranslate's
+    route answers works (a '/' in it led nowhere) and the download is offered as the file's
+    own name."""
+    setup.documents.start()
+    files = {"file": (name, SAMPLES["md"](), "text/markdown")}
+    r = await setup.client.post(
+        "/libretranslate/translate_file", files=files, data={"source": "en", "target": "de"}
+    )
+    assert r.status_code == 200, r.text
+    url = r.json()["translatedFileUrl"]
+    assert url.endswith(".notes.md")
+    r = await setup.client.get(url)
+    assert r.status_code == 200, r.text
+    assert 'filename="notes.md"' in r.headers["content-disposition"]

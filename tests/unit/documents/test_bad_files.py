@@ -133,3 +133,22 @@ def test_a_document_without_text_has_no_segments(name: str) -> None:
     fmt = FORMATS[name]
     assert extract(fmt, empty[name], DocumentLimits()) == []
     assert isinstance(rebuild(fmt, empty[name], []), bytes)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "why"),
+    [
+        (
+            "srt",
+            b"1\n00:00:01,000 --> 00:00:02,000\n" + b"<i>" * 5000 + b"x\n",
+            "nested too deeply",
+        ),
+        ("vtt", b"WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n" + b"<b>" * 5000 + b"x\n", "nested"),
+        ("srt", b"1\n99999999999999999999:00:01,000 --> 00:00:02,000\nhi\n", "not a valid srt"),
+    ],
+)
+def test_crafted_subtitles_get_a_reason(name: str, data: bytes, why: str) -> None:
+    """Tags nested 5,000 deep and a timing too large for a clock: a 400 that says why,
+    not the library's exception's name."""
+    with pytest.raises(MalformedDocument, match=why):
+        extract(FORMATS[name], data, DocumentLimits())
