@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from serve_app.tools.launcher import derive_config
 from tests.conftest import ROOT
 from tests.docsamples import CHECKS, SAMPLES
 from tests.e2e.conftest import free_port, serve_cluster
+from tests.unit.documents.test_package import HI, MAIN, XXE, replaced, sheet
 
 DONE_TIMEOUT_S = 900
 
@@ -113,3 +115,29 @@ def test_libretranslate_translate_file(served_docs: str) -> None:
     r = httpx.get(url, timeout=60)
     assert r.status_code == 200
     CHECKS["srt"](data, r.content, anything)
+
+
+def test_crafted_office_files_through_the_proxy(served_docs: str) -> None:
+    """docs/hostile-input.md's crafted packages as users upload them: an external entity is
+    a 400 before any library parses it, a range openpyxl would fill a 413, and a sparse
+    sheet (A1 and XFD1048576: iter_rows' 17 billion cells hung the replica's thread) is
+    translated."""
+    xml = zipfile.ZipFile(io.BytesIO(SAMPLES["docx"]())).read(MAIN["docx"])
+    body = xml.split(b"?>", 1)[-1]
+    xxe = replaced(SAMPLES["docx"](), {MAIN["docx"]: b'<?xml version="1.0"?>\n' + XXE + body})
+    merged = sheet(
+        f'<row r="1">{HI.format(ref="A1", text="hi")}</row>',
+        '<mergeCells><mergeCell ref="A1:XFD1048576"/></mergeCells>',
+    )
+    far = HI.format(ref="XFD1048576", text="there")
+    sparse = sheet(f'<row r="1">{HI.format(ref="A1", text="hi")}</row><row r="1048576">{far}</row>')
+    form = {"target_lang": "de", "source_lang": "en"}
+    for name, data, status in (("a.docx", xxe, 400), ("b.xlsx", merged, 413)):
+        files = {"file": (name, data)}
+        r = httpx.post(f"{served_docs}/documents", files=files, data=form, timeout=60)
+        assert r.status_code == status, r.text
+        assert set(r.json()["error"]) >= {"code", "message"}
+    files = {"file": ("c.xlsx", sparse)}
+    r = httpx.post(f"{served_docs}/documents", files=files, data=form, timeout=60)
+    assert r.status_code == 201, r.text
+    assert _wait_done(served_docs, r.json()["id"])["status"] == "done"
