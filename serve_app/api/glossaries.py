@@ -26,6 +26,7 @@ from serve_app.api.glossary_entries import (
     terms_for_async,
     to_csv,
     to_tsv,
+    written_async,
 )
 from serve_app.core.errors import InvalidGlossary, InvalidRequest, UnsupportedOption
 from serve_app.core.schemas import GlossaryEntry, TextItem
@@ -250,11 +251,12 @@ _ERRORS: dict[int | str, dict[str, Any]] = {c: _ERROR for c in (400, 401, 403, 4
 _MEDIA = {"text/tab-separated-values": to_tsv, "text/csv": to_csv}
 
 
-def _entries_response(request: Request, source: str, target: str, entries: Entries) -> Any:
+async def _entries_response(request: Request, source: str, target: str, entries: Entries) -> Any:
     accept = request.headers.get("accept", "")
     for media, write in _MEDIA.items():
         if media in accept:
-            return Response(write(entries), media_type=media + "; charset=utf-8")
+            text = await written_async(write, entries)
+            return Response(text, media_type=media + "; charset=utf-8")
     listed = [StoredEntry(source=s, target=t) for s, t in entries]
     return GlossaryEntries(source_lang=source, target_lang=target, entries=listed)
 
@@ -306,7 +308,7 @@ def glossaries_router(app: FastAPI, service: TranslationService) -> None:
             source_lang = glossary.dictionaries[0].source_lang
             target_lang = glossary.dictionaries[0].target_lang
         found = await store.glossary_entries(owner(request), glossary_id, source_lang, target_lang)
-        return _entries_response(request, source_lang.lower(), target_lang.lower(), found)
+        return await _entries_response(request, source_lang.lower(), target_lang.lower(), found)
 
     @router.delete("/{glossary_id}", status_code=204)
     async def delete(glossary_id: str, request: Request) -> Response:

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.config import JsonDict
 
+from serve_app.core.characters import bad_character, invisible
+
 # A stored glossary's id, as every route takes it (a UUID is 36).
 MAX_GLOSSARY_ID_CHARS = 100
 
@@ -52,6 +54,18 @@ class GlossaryEntry(BaseModel):
 
     source: str = Field(..., min_length=1, max_length=200, description="Term in the source text.")
     target: str = Field(..., min_length=1, max_length=200, description="Its required translation.")
+
+    @field_validator("source", "target")
+    @classmethod
+    def _one_visible_line(cls, value: str) -> str:
+        """The stored glossaries' rule (``store/validation.py``): the terminology prompt
+        writes one term a line, so a newline in a term wrote lines of the client's own
+        there (instructions, fake terms), and a NUL reached the prompt."""
+        if bad := bad_character(value):
+            raise ValueError(f"must not contain the control character {bad}")
+        if invisible(value):
+            raise ValueError("must not be blank")
+        return value
 
 
 class TextItem(BaseModel):

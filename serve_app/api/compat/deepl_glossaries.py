@@ -23,7 +23,7 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from serve_app.api.compat.common import Params, get_and_post, one, read_params
 from serve_app.api.errors import ErrorFormat, register_error_format
 from serve_app.api.glossaries import create_glossary, glossary_store, owner
-from serve_app.api.glossary_entries import parse_entries_async, to_tsv
+from serve_app.api.glossary_entries import parse_entries_async, to_tsv, written_async
 from serve_app.core.errors import GlossaryNotFound, InvalidRequest
 from serve_app.store import Glossary
 from serve_app.translation.service import TranslationService
@@ -145,7 +145,8 @@ def _v2_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
         d = g.dictionaries[0]
         store = glossary_store(request, service)
         found = await store.glossary_entries(owner(request), g.id, d.source_lang, d.target_lang)
-        return Response(to_tsv(found), media_type="text/tab-separated-values; charset=utf-8")
+        tsv = await written_async(to_tsv, found)
+        return Response(tsv, media_type="text/tab-separated-values; charset=utf-8")
 
     @router.delete("/glossaries/{glossary_id}", status_code=204)
     async def delete(glossary_id: str, request: Request) -> Response:
@@ -196,8 +197,9 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
             raise GlossaryNotFound(f"Glossary {glossary_id[:100]!r} has no {source}->{target}.")
         d = pair[0]
         found = await store.glossary_entries(owner(request), g.id, d.source_lang, d.target_lang)
+        tsv = await written_async(to_tsv, found)
         entry = {"source_lang": _code(d.source_lang), "target_lang": _code(d.target_lang),
-                 "entries": to_tsv(found), "entries_format": "tsv"}  # fmt: skip
+                 "entries": tsv, "entries_format": "tsv"}  # fmt: skip
         return {"dictionaries": [entry]}
 
     @router.delete("/glossaries/{glossary_id}", status_code=204)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from serve_app.core.errors import GlossaryNotFound, LimitReached
 from serve_app.store.protocol import DictionaryInfo, Glossary, GlossaryDictionary
 from serve_app.store.sql.database import Database, Row, Tx
-from serve_app.store.validation import check_dictionaries, check_name
+from serve_app.store.validation import check_dictionaries_async, check_name
 
 
 def _not_found(glossary_id: str) -> GlossaryNotFound:
@@ -38,7 +38,7 @@ async def create(
     db: Database, owner: str, name: str, dictionaries: Sequence[GlossaryDictionary]
 ) -> Glossary:
     name = check_name(name, db.limits, "glossary")
-    checked = check_dictionaries(dictionaries, db.limits)
+    checked = await check_dictionaries_async(dictionaries, db.limits)
     glossary_id, now = str(uuid.uuid4()), db.now()
     async with db.tx() as tx:
         await db.lock(tx, "glossaries:" + owner)

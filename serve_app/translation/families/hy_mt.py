@@ -43,6 +43,7 @@ _HY_MT_LANGUAGES = (
     "he", "bn", "ta", "uk", "bo", "kk", "mn", "ug", "yue",
 )  # fmt: skip
 _CHINESE = frozenset({"zh", "zh-Hant", "yue"})
+_FRAME = ("<source>", "</source>", "<target>", "</target>")
 
 
 class HyMtPrompts(PromptFamily):
@@ -89,6 +90,12 @@ class HyMtPrompts(PromptFamily):
         else:
             instruction = self.english.format(target=target.name)
         return ChatPrompt([{"role": "user", "content": f"{instruction}\n\n{text}"}])
+
+    def control_strings(self) -> tuple[str, ...]:
+        """The formatted-translation template's frame: a text or glossary term holding
+        ``</source>`` closed the source early, and ``<target>...</target>`` in it posed as
+        the answer the template asks for."""
+        return _FRAME if self.formatted else ()
 
     def _formatted(self, target: Language, text: str, options: PromptOptions) -> str:
         head = ""

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
-from serve_app.api.glossary_entries import parse_entries, terms_for, to_csv, to_tsv
+from serve_app.api.glossary_entries import (
+    Entries,
+    parse_entries,
+    terms_for,
+    to_csv,
+    to_tsv,
+    written_async,
+)
 from serve_app.core.errors import InvalidGlossary
 
 pytestmark = pytest.mark.unit
@@ -51,3 +60,36 @@ def test_only_the_terms_in_the_text_are_kept_case_insensitively() -> None:
         ("Cart", "Warenkorb"),
         ("STRASSE", "Straße"),
     )
+
+
+@pytest.mark.parametrize(
+    ("data", "fmt"), [("\ufeffcart\tWarenkorb\r\n", "tsv"), ("\ufeffcart,Warenkorb\r\n", "csv")]
+)
+def test_a_leading_byte_order_mark_is_dropped(data: str, fmt: str) -> None:
+    """Excel and Notepad save UTF-8 with a BOM: it stuck to the first source term, which
+    then matched no text."""
+    assert parse_entries(data, fmt) == (("cart", "Warenkorb"),)
+
+
+def test_tsv_lines_end_at_lf_crlf_and_cr_only() -> None:
+    """A vertical tab or U+2028 inside a term stays in it (the store names it), rather
+    than splitting the line where the client's editor shows none."""
+    assert parse_entries("a\tb\rc\td\r\ne\tf", "tsv") == (("a", "b"), ("c", "d"), ("e", "f"))
+    assert parse_entries("a\x0bx\tb\nc\u2028y\td", "tsv") == (("a\x0bx", "b"), ("c\u2028y", "d"))
+
+
+async def test_large_glossaries_are_written_off_the_event_loop() -> None:
+    """The routes that serve a glossary's TSV or CSV write a large one in a worker thread."""
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+
+    def write(entries: Entries) -> str:
+        threads.append(threading.get_ident())
+        return to_csv(entries)
+
+    small = (("a", "b"),)
+    large = tuple((f"{i:05d}" + "s" * 100, "t" * 100) for i in range(1000))
+    assert await written_async(write, small) == "a,b\n"
+    assert (await written_async(write, large)).count("\n") == 1000
+    assert threads == [loop_thread, threads[1]]
+    assert threads[1] != loop_thread

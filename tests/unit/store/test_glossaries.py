@@ -72,6 +72,8 @@ async def test_list_is_oldest_first(store: Store, clock: object) -> None:
     [
         ((("", "x"),), "source term is empty"),
         ((("a", "   "),), "target term is empty"),
+        ((("\u200b", "x"),), "source term is empty"),  # nothing visible: a zero-width space
+        ((("a", "\ufeff\u200e "),), "target term is empty"),
         ((("a" * 41, "x"),), "41 characters long; at most 40"),
         ((("a\tb", "x"),), "control character U\\+0009"),
         ((("a", "b\x00"),), "control character U\\+0000"),
