@@ -97,6 +97,19 @@ def test_deepl_client_glossary_round_trip(url: str) -> None:
         client.translate_text("cart", source_lang="EN", target_lang="DE", glossary=glossary)
 
 
+def test_deepl_client_bom_csv_and_glossary_ids(url: str) -> None:
+    """A CSV saved with a byte order mark (Excel, Notepad) keeps its first term; the
+    client's ``glossary_ids`` (several glossaries at once) is refused, not ignored."""
+    client = translator(url)
+    glossary = client.create_glossary_from_csv("bom", "EN", "DE", "\ufeffcart,Warenkorb\n")
+    assert client.get_glossary_entries(glossary) == {"cart": "Warenkorb"}
+    with pytest.raises(deepl.DeepLException, match="glossary_ids"):
+        client.translate_text(
+            "cart", source_lang="EN", target_lang="DE", glossary_ids=[glossary.glossary_id]
+        )
+    client.delete_glossary(glossary)
+
+
 def test_deepl_client_multilingual_glossary(url: str) -> None:
     client = translator(url)
     dictionaries = [
