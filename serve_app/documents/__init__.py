@@ -94,7 +94,7 @@ def extract(fmt: DocumentFormat, data: bytes, limits: DocumentLimits) -> list[Se
         )
     if fmt.zipped:
         check_package(fmt.name, data, limits)
-    segments = _guarded(fmt, lambda: fmt.extract(data))
+    segments = _guarded(fmt, lambda: fmt.extract_within(data, limits))
     check_segments(segments, limits)
     return segments
 

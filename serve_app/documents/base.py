@@ -74,6 +74,13 @@ class DocumentFormat(ABC):
     def rebuild(self, data: bytes, translations: Sequence[str]) -> bytes:
         """The file with each segment's text replaced by its translation."""
 
+    def extract_within(self, data: bytes, limits: DocumentLimits) -> list[Segment]:
+        """``extract`` for an upload checked against ``limits``: a format whose reader can
+        count segments as it goes stops (DocumentTooLarge) once they are past the limits,
+        rather than reading the rest of a file that can only be refused. The segments are
+        checked (``check_segments``) afterwards all the same."""
+        return self.extract(data)
+
 
 def decode_text(data: bytes, what: str) -> str:
     """UTF-8 (with or without BOM) or UTF-16 with BOM; MalformedDocument otherwise."""

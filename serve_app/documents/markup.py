@@ -19,14 +19,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from serve_app.core.errors import DocumentTooLarge
 from serve_app.documents.base import (
     DocumentFormat,
+    DocumentLimits,
     Segment,
     check_count,
     decode_text,
     with_neighbours,
 )
-from serve_app.translation.markup import Document, Text, parse
+from serve_app.translation.markup import Budget, Document, MarkupOptions, OverBudget, Text, parse
 from serve_app.translation.markup import Segment as MarkupSegment
 
 
@@ -44,11 +46,30 @@ class MarkupFormat(DocumentFormat):
 
     what: ClassVar[str]  # the format's name in messages
 
-    def _parse(self, data: bytes) -> Document:
-        return parse(self.markup or "", decode_text(data, self.what))
+    def _parse(self, data: bytes, budget: Budget | None = None) -> Document:
+        options = MarkupOptions(budget=budget)
+        return parse(self.markup or "", decode_text(data, self.what), options)
 
     def extract(self, data: bytes) -> list[Segment]:
-        segments = self._parse(data).segments
+        return self._segments(self._parse(data))
+
+    def extract_within(self, data: bytes, limits: DocumentLimits) -> list[Segment]:
+        """The segments, the parser stopped (DocumentTooLarge) as soon as they are past
+        ``limits``: the counts are the ones ``check_segments`` makes (``Budget``), so only
+        a file refused anyway is refused, and the parse of one built to be refused (a
+        million ``<p>x</p>``) ends at the limit instead of the file's end."""
+        budget = Budget(limits.max_segments, limits.max_segment_chars, limits.max_chars)
+        try:
+            document = self._parse(data, budget)
+        except OverBudget as exc:
+            raise DocumentTooLarge(
+                f"{exc}. Split the {self.what} file into smaller files and upload each."
+            ) from exc
+        return self._segments(document)
+
+    @staticmethod
+    def _segments(document: Document) -> list[Segment]:
+        segments = document.segments
         contexts = with_neighbours([_plain(s) for s in segments])
         return [Segment(_source(s), context) for s, context in zip(segments, contexts, strict=True)]
 

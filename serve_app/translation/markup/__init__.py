@@ -12,8 +12,10 @@ from serve_app.translation.markup import html, markdown, text
 from serve_app.translation.markup.document import (
     FORMATS,
     NO_OPTIONS,
+    Budget,
     Document,
     MarkupOptions,
+    OverBudget,
     parse,
 )
 from serve_app.translation.markup.segment import DEFAULT_STYLE, Segment, Style, Tag, Text
@@ -22,8 +24,10 @@ __all__ = [
     "DEFAULT_STYLE",
     "FORMATS",
     "NO_OPTIONS",
+    "Budget",
     "Document",
     "MarkupOptions",
+    "OverBudget",
     "Segment",
     "Style",
     "Tag",

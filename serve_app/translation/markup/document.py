@@ -41,6 +41,31 @@ class MarkupOptions:
     non_splitting_tags: frozenset[str] = frozenset()
     splitting_tags: frozenset[str] = frozenset()
     outline_detection: bool = True
+    # Document uploads: the limits their segments must keep, checked while the document
+    # is read so that one built to be refused stops being read at the limit (``Budget``).
+    budget: Budget | None = None
+
+
+class OverBudget(Exception):
+    """A document's segments went past its ``Budget`` while it was read."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Bounds on a document's segments (``documents.DocumentLimits``): how many, the
+    characters of one (its source fragment, markup included) and of all together.
+
+    ``Builder`` counts each segment as it is completed, the same quantities the documents'
+    ``check_segments`` counts afterwards (a segment's text is its units' source, which is
+    what ``Builder`` measures), so a document it stops is one ``check_segments`` refuses:
+    the counts only grow. The ``Builder`` of a reader that never drops what it collected
+    (``watch_pending``) also checks the segment it is collecting, once that segment holds
+    words and so is sure to become one: a paragraph of a million ``<b>x</b>`` is stopped
+    after some 20,000 characters rather than walked to its end."""
+
+    max_segments: int
+    max_segment_chars: int
+    max_chars: int
 
 
 NO_OPTIONS = MarkupOptions()
@@ -87,12 +112,20 @@ class Document:
 class Builder:
     """Collects verbatim source and segments while a parser reads a document."""
 
-    def __init__(self, escape: Escape = no_escape) -> None:
+    def __init__(
+        self, escape: Escape = no_escape, budget: Budget | None = None, watch_pending: bool = False
+    ) -> None:
         self.escape = escape
         self.parts: list[str | Segment] = []
         self.pending: list[Unit | PendingTag] = []
         # Above zero while reading words translated only with their sentence (hashtags).
         self.sentence_only = 0
+        self.budget = budget
+        self.watch_pending = watch_pending and budget is not None
+        self.segment_count = 0
+        self.chars = 0  # of the segments so far
+        self.pending_chars = 0  # of the pending units' source (watched readers only)
+        self.pending_words = False  # whether a pending unit holds words (likewise)
 
     def verbatim(self, raw: str) -> None:
         self.flush()
@@ -103,19 +136,43 @@ class Builder:
         """Text of the source; variables and URLs in it are protected."""
         only = self.sentence_only > 0
         if raw is not None and raw != text:
-            self.pending.append(Text(text, raw, only))
+            self._pend(Text(text, raw, only))
             return
         for protected, piece in protect.split(text):
-            unit = PendingTag("void", piece) if protected else Text(piece, piece, only)
-            self.pending.append(unit)
+            self._pend(PendingTag("void", piece) if protected else Text(piece, piece, only))
 
     def tag(self, kind: TagKind, raw: str, key: object = None) -> None:
-        self.pending.append(PendingTag(kind, raw, key))
+        self._pend(PendingTag(kind, raw, key))
+
+    def _pend(self, unit: Unit | PendingTag) -> None:
+        self.pending.append(unit)
+        if self.watch_pending:
+            self.pending_chars += len(unit.raw)
+            if not self.pending_words and _has_words(unit):
+                self.pending_words = True
+            if self.pending_words:
+                self._check_pending()
+
+    def _check_pending(self) -> None:
+        """OverBudget once the segment being collected (sure to be one: it holds words) is
+        past the budget. Its first and last units are left out of the count: ``flush``
+        strips their whitespace, so what is left is never more than the segment's size."""
+        assert self.budget is not None
+        least = self.pending_chars - len(self.pending[0].raw)
+        if len(self.pending) > 1:
+            least -= len(self.pending[-1].raw)
+        if least > self.budget.max_segment_chars or self.chars + least > self.budget.max_chars:
+            self._charge(least)
+
+    def discard(self) -> None:
+        """Drops the pending units (a reader that copies them verbatim instead)."""
+        self.pending = []
+        self.pending_chars, self.pending_words = 0, False
 
     def flush(self, line_prefix: str = "") -> None:
         """Ends the current segment (a block boundary)."""
         units = number_tags(self.pending)
-        self.pending = []
+        self.discard()
         if not any(
             isinstance(u, Text) and not u.sentence_only and has_words(u.text) for u in units
         ):
@@ -140,8 +197,32 @@ class Builder:
                 else units[: stop - 1]
             )
         self._append(lead)
-        self.parts.append(Segment(tuple(units[start:]), self.escape, line_prefix))
+        segment = Segment(tuple(units[start:]), self.escape, line_prefix)
+        if self.budget is not None:
+            self._charge(sum(len(u.raw) for u in segment.units), completed=True)
+        self.parts.append(segment)
         self._append(trail)
+
+    def _charge(self, chars: int, completed: bool = False) -> None:
+        """Counts a segment of (at least) ``chars`` characters, the next one; OverBudget
+        if it is one too many or too long, or takes the document past its characters."""
+        assert self.budget is not None
+        budget, number = self.budget, self.segment_count + 1
+        if number > budget.max_segments:
+            raise OverBudget(
+                f"The document holds more than {budget.max_segments} segments "
+                "(paragraphs, headings, list items, table cells)"
+            )
+        if chars > budget.max_segment_chars:
+            more = "" if completed else "more than "
+            raise OverBudget(
+                f"Segment {number} holds {more}{chars} characters (its text with its inline "
+                f"markup); at most {budget.max_segment_chars} are accepted in one paragraph"
+            )
+        if self.chars + chars > budget.max_chars:
+            raise OverBudget(f"The document holds more than {budget.max_chars} characters of text")
+        if completed:
+            self.segment_count, self.chars = number, self.chars + chars
 
     def document(self) -> Document:
         self.flush()
@@ -154,6 +235,11 @@ class Builder:
             self.parts[-1] += raw
         else:
             self.parts.append(raw)
+
+
+def _has_words(unit: Unit | PendingTag) -> bool:
+    """Whether ``unit`` makes its segment one to translate (as ``Builder.flush`` judges)."""
+    return isinstance(unit, Text) and not unit.sentence_only and has_words(unit.text)
 
 
 Parser = Callable[[str, MarkupOptions], Document]

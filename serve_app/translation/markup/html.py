@@ -36,7 +36,8 @@ class _Walker:
     def __init__(self, options: MarkupOptions, xml: bool) -> None:
         self.options, self.xml = options, xml
         self.entities: dict[str, str] = {}
-        self.builder = Builder(self._escape)
+        # The walk never drops what it collected: the pending segment may be watched.
+        self.builder = Builder(self._escape, options.budget, watch_pending=True)
         self.holders: set[int] = set()
 
     def _escape(self, text: str) -> str:

@@ -18,10 +18,17 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
 from serve_app.translation.markup import atoms
-from serve_app.translation.markup.document import Builder, Document, MarkupOptions, register
+from serve_app.translation.markup.document import (
+    Budget,
+    Builder,
+    Document,
+    MarkupOptions,
+    register,
+)
 
 _MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 _HARDBREAK = re.compile(r"(?: {2,}|\\)\n")
@@ -221,13 +228,44 @@ class _Inline:
         return None
 
 
+def _block_tokens(source: str, env: dict[str, object]) -> list[Token]:
+    """The block tokens of ``source``, their inline tokens not parsed yet (``_inline_parse``):
+    the core rules up to ``inline``. Reference definitions are all collected here, in
+    ``env``, before any inline is parsed, as ``MarkdownIt.parse`` has them."""
+    state = StateCore(source, _MD, env)
+    for name, rule in zip(
+        _MD.core.ruler.get_active_rules(), _MD.core.ruler.getRules(""), strict=True
+    ):
+        if name == "inline":
+            break
+        rule(state)
+    return state.tokens
+
+
+def _inline_parse(tok: Token, env: dict[str, object]) -> None:
+    """Parses one inline token's children as ``MarkdownIt.parse`` does (the core rules from
+    ``inline`` on, run on this token alone; each of them works token by token). Parsed one
+    at a time, as the reader meets them: a document stopped by its budget is not parsed
+    further."""
+    state = StateCore("", _MD, env)
+    state.tokens = [tok]
+    started = False
+    for name, rule in zip(
+        _MD.core.ruler.get_active_rules(), _MD.core.ruler.getRules(""), strict=True
+    ):
+        started = started or name == "inline"
+        if started:
+            rule(state)
+
+
 class _Reader:
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, budget: Budget | None = None) -> None:
         self.source = source
         self.starts = [0]
         self.starts.extend(m.end() for m in re.finditer("\n", source))
         self.spellings: dict[str, str] = {}
-        self.builder = Builder(self._escape)
+        # Not watch_pending: an inline that cannot be matched drops what it collected.
+        self.builder = Builder(self._escape, budget)
         self.at = 0
 
     def _escape(self, text: str) -> str:
@@ -235,8 +273,10 @@ class _Reader:
         return "".join(table.get(c, c) for c in text) if any(c in table for c in text) else text
 
     def read(self) -> Document:
-        for tok in _MD.parse(self.source):
+        env: dict[str, object] = {}
+        for tok in _block_tokens(self.source, env):
             if tok.type == "inline" and tok.map and tok.content.strip():
+                _inline_parse(tok, env)
                 self.inline(tok)
         self.builder.verbatim(self.source[self.at :])
         return self.builder.document()
@@ -252,7 +292,7 @@ class _Reader:
         try:
             _Inline(tok.content, self.builder, self.spellings).run(tok.children or [])
         except (_Misaligned, IndexError):
-            self.builder.pending = []
+            self.builder.discard()
             self.builder.verbatim(self.source[first:end])
         else:
             self.builder.flush(prefix)
@@ -283,4 +323,4 @@ class _Reader:
 
 @register("markdown")
 def parse_markdown(text: str, options: MarkupOptions) -> Document:
-    return _Reader(text).read()
+    return _Reader(text, options.budget).read()
