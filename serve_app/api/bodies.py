@@ -34,6 +34,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from serve_app.api.errors import printable, service_error_response
+from serve_app.core.aio import sized
 from serve_app.core.errors import InvalidRequest
 
 MAX_DEPTH = 32  # the API's own bodies nest 4 levels deep
@@ -251,9 +252,7 @@ def is_json(media: str) -> bool:
 async def request_json(request: Request, deferred: Deferred | None = None) -> Any:
     """The request's JSON body, decoded strictly (in a thread when large)."""
     raw = await request.body()
-    if len(raw) <= INLINE_BYTES:
-        return decode_json(raw, deferred)
-    return await asyncio.to_thread(decode_json, raw, deferred)
+    return await sized(len(raw), INLINE_BYTES, decode_json, raw, deferred)
 
 
 # Routes that answer a lone surrogate in an item's text with that item's error, in its place.

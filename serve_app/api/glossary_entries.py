@@ -9,13 +9,13 @@ inputs run it in a worker thread (``parse_entries_async``, ``terms_for_async``).
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import re
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+from serve_app.core.aio import sized
 from serve_app.core.errors import InvalidGlossary
 from serve_app.core.glossary_terms import Entries, terms_for
 
@@ -53,9 +53,7 @@ def parse_entries(data: str, fmt: str) -> Entries:
 
 
 async def parse_entries_async(data: str, fmt: str) -> Entries:
-    if len(data) <= _THREAD_ABOVE:
-        return parse_entries(data, fmt)
-    return await asyncio.to_thread(parse_entries, data, fmt)
+    return await sized(len(data), _THREAD_ABOVE, parse_entries, data, fmt)
 
 
 def _parse_tsv(data: str) -> Entries:
@@ -107,13 +105,9 @@ def to_csv(entries: Sequence[tuple[str, str]]) -> str:
 async def written_async(write: Callable[[Entries], str], entries: Entries) -> str:
     """``write(entries)`` (``to_tsv``, ``to_csv``), in a thread for large glossaries: the
     CSV of a 20 MB glossary took 0.45 s on the event loop."""
-    if sum(len(s) + len(t) for s, t in entries) <= _THREAD_ABOVE:
-        return write(entries)
-    return await asyncio.to_thread(write, entries)
+    return await sized(sum(len(s) + len(t) for s, t in entries), _THREAD_ABOVE, write, entries)
 
 
 async def terms_for_async(text: str, entries: Entries) -> Entries:
     """``terms_for`` (``core/glossary_terms.py``), in a thread for large inputs."""
-    if len(text) * len(entries) <= _THREAD_ABOVE:
-        return terms_for(text, entries)
-    return await asyncio.to_thread(terms_for, text, entries)
+    return await sized(len(text) * len(entries), _THREAD_ABOVE, terms_for, text, entries)

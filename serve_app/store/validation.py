@@ -6,11 +6,11 @@ What PostgreSQL cannot store (NUL characters, lone surrogates) is refused here w
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from serve_app.core.aio import sized
 from serve_app.core.characters import bad_character, invisible
 from serve_app.core.errors import (
     DocumentTooLarge,
@@ -105,9 +105,8 @@ async def check_dictionaries_async(
 ) -> list[GlossaryDictionary]:
     """``check_dictionaries``, in a worker thread when the terms are long enough to hold
     the event loop (the checks are proportional to the glossary's characters)."""
-    if _term_chars(dictionaries) <= THREAD_ABOVE_CHARS:
-        return check_dictionaries(dictionaries, limits)
-    return await asyncio.to_thread(check_dictionaries, dictionaries, limits)
+    chars = _term_chars(dictionaries)
+    return await sized(chars, THREAD_ABOVE_CHARS, check_dictionaries, dictionaries, limits)
 
 
 def _term_chars(dictionaries: Sequence[GlossaryDictionary]) -> int:
