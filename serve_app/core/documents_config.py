@@ -75,7 +75,9 @@ class DocumentsConfig(BaseModel):
         "is translated) waits before answering 504.",
     )
 
-    def limits(self) -> DocumentLimits:
+    def limits(self, max_engine_requests: int) -> DocumentLimits:
+        """The upload limits; ``max_engine_requests`` (``limits.max_engine_requests``) bounds
+        what one segment may need, as every request of the replica is bounded."""
         from serve_app.documents.base import DocumentLimits  # the parsers stay unimported
 
         return DocumentLimits(
@@ -85,4 +87,5 @@ class DocumentsConfig(BaseModel):
             max_segment_chars=self.max_segment_chars,
             max_unpacked_bytes=self.max_unpacked_bytes,
             max_package_elements=self.max_package_elements,
+            max_segment_requests=max_engine_requests,
         )

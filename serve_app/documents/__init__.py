@@ -22,6 +22,7 @@ from serve_app.documents.base import (
     DocumentFormat,
     DocumentLimits,
     Segment,
+    check_requests,
     check_segments,
     keep_space,
 )
@@ -86,8 +87,9 @@ def _offered() -> str:
 
 
 def extract(fmt: DocumentFormat, data: bytes, limits: DocumentLimits) -> list[Segment]:
-    """The file's segments; DocumentTooLarge (413) beyond the limits, MalformedDocument
-    (400) if it cannot be read. Synchronous: run it in a thread."""
+    """The file's segments; DocumentTooLarge (413) beyond the limits (a segment that needs
+    more engine requests than a request is allowed included), MalformedDocument (400) if it
+    cannot be read. Synchronous: run it in a thread."""
     if len(data) > limits.max_bytes:
         raise DocumentTooLarge(
             f"The document is {len(data)} bytes; at most {limits.max_bytes} are accepted."
@@ -96,6 +98,8 @@ def extract(fmt: DocumentFormat, data: bytes, limits: DocumentLimits) -> list[Se
         check_package(fmt.name, data, limits)
     segments = _guarded(fmt, lambda: fmt.extract_within(data, limits))
     check_segments(segments, limits)
+    if fmt.markup is None:  # HTML and Markdown: counted while read (``extract_within``)
+        check_requests(segments, limits)
     return segments
 
 

@@ -17,9 +17,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from serve_app.core.errors import DocumentTooLarge, MalformedDocument
+from serve_app.translation.markup import engine_requests, protect
 
 CONTEXT_CHARS = 600  # neighbouring text given with a segment, at most
 _OPENING_TAG = re.compile(r"<[gx][0-9]+/?>")  # a tagged segment's tags (see ``inline``)
+# What a file refused for one segment's contents should do (a smaller file would not help).
+SPLIT_SEGMENT = "Split that paragraph into shorter ones and upload the file again."
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,10 @@ class DocumentLimits:
     # Inline tags (formatting changes, cue tags, placeholders) in one segment: a model that
     # drops them makes the segment translated piece by piece, one engine request a piece.
     max_segment_tags: int = 200
+    # Engine requests translating one segment may need (a replica's ``max_engine_requests``:
+    # each segment is translated as a request, refused beyond it): each text run between
+    # tags, variables or URLs is one when the model loses a tag (``Segment.engine_requests``).
+    max_segment_requests: int = 128
     max_unpacked_bytes: int = 200 * 1024 * 1024  # Office files are ZIP packages
     max_package_entries: int = 10_000
     # XML elements in all of an Office file's parts, and the cells that openpyxl makes for
@@ -144,6 +151,28 @@ def _check_tags(index: int, text: str, limits: DocumentLimits) -> None:
             f"placeholders); at most {limits.max_segment_tags} are accepted in one paragraph, "
             "cell or cue."
         )
+
+
+def check_requests(segments: Sequence[Segment], limits: DocumentLimits) -> None:
+    """DocumentTooLarge if a segment translated as a plain-text request (every format's but
+    HTML's and Markdown's, whose readers count as they read: ``markup.Budget``) may need more
+    engine requests than a request is allowed: its variables, URLs and inline tags (``<g1>``)
+    are placeholders, and the text runs between them are translated one by one when the
+    model loses one. Counted as the service counts a request (``markup.engine_requests``),
+    so a job is never accepted to fail on its segment later."""
+    limit = limits.max_segment_requests
+    for index, segment in enumerate(segments):
+        # Its tags are its protected spans, and a run lies between two: a segment of fewer
+        # than the limit is within it without counting its runs (most of the work).
+        if len(protect.spans(segment.text)) < limit:
+            continue
+        n = engine_requests("text", segment.text, limit)
+        if n > limit:
+            raise DocumentTooLarge(
+                f"Segment {index + 1} splits into {n} parts to translate (the text runs "
+                f"between its inline tags, variables and URLs); at most {limit} are accepted "
+                f"in one paragraph, cell or cue. {SPLIT_SEGMENT}"
+            )
 
 
 def check_count(translations: Sequence[str], expected: int) -> None:

@@ -105,10 +105,10 @@ def seconds_remaining(job: DocumentJob, now: float | None = None) -> int | None:
 
 
 class DocumentJobs:
-    def __init__(self, store: Store, config: DocumentsConfig) -> None:
+    def __init__(self, store: Store, config: DocumentsConfig, max_engine_requests: int) -> None:
         self.store = store
         self.config = config
-        self.limits = config.limits()
+        self.limits = config.limits(max_engine_requests)
         self._assembling: dict[str, asyncio.Lock] = {}
 
     async def submit(

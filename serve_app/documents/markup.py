@@ -21,6 +21,7 @@ from typing import ClassVar
 
 from serve_app.core.errors import DocumentTooLarge
 from serve_app.documents.base import (
+    SPLIT_SEGMENT,
     DocumentFormat,
     DocumentLimits,
     Segment,
@@ -57,14 +58,24 @@ class MarkupFormat(DocumentFormat):
         """The segments, the parser stopped (DocumentTooLarge) as soon as they are past
         ``limits``: the counts are the ones ``check_segments`` makes (``Budget``), so only
         a file refused anyway is refused, and the parse of one built to be refused (a
-        million ``<p>x</p>``) ends at the limit instead of the file's end."""
-        budget = Budget(limits.max_segments, limits.max_segment_chars, limits.max_chars)
+        million ``<p>x</p>``) ends at the limit instead of the file's end. A segment's engine
+        requests (its text runs between inline tags) are counted here too, as the service
+        counts the request the worker makes of it: 413 now, not a failed job later."""
+        budget = Budget(
+            limits.max_segments,
+            limits.max_segment_chars,
+            limits.max_chars,
+            limits.max_segment_requests,
+        )
         try:
             document = self._parse(data, budget)
         except OverBudget as exc:
-            raise DocumentTooLarge(
-                f"{exc}. Split the {self.what} file into smaller files and upload each."
-            ) from exc
+            advice = (
+                SPLIT_SEGMENT
+                if exc.in_segment
+                else f"Split the {self.what} file into smaller files and upload each."
+            )
+            raise DocumentTooLarge(f"{exc}. {advice}") from exc
         return self._segments(document)
 
     @staticmethod

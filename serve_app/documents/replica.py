@@ -59,7 +59,8 @@ class ReplicaDocuments:
         self.service = service
         self.config = config
         self.metrics = metrics or NoDocumentMetrics()
-        self.jobs = DocumentJobs(store, config)
+        # A segment is translated as one request: held to the replica's request limits.
+        self.jobs = DocumentJobs(store, config, service.limits.max_engine_requests)
         self.active = 0  # this replica's engine requests for documents
         self._reporter: asyncio.Task[None] | None = None
         self.worker = DocumentWorker(

@@ -141,3 +141,33 @@ def test_crafted_office_files_through_the_proxy(served_docs: str) -> None:
     r = httpx.post(f"{served_docs}/documents", files=files, data=form, timeout=60)
     assert r.status_code == 201, r.text
     assert _wait_done(served_docs, r.json()["id"])["status"] == "done"
+
+
+def test_a_paragraph_of_too_many_runs_is_refused_at_upload(served_docs: str) -> None:
+    """One HTML paragraph of 200 ``<b>x</b>``: the worker's request of it would need 200
+    engine requests (each run between tags, when the model loses one; a replica holds
+    ``max_engine_requests``, 128), so the upload is a 413 in each API's error shape, not a
+    job that fails later."""
+    page = b"<html><body><p>" + b"<b>x</b>" * 200 + b"</p></body></html>"
+    files = {"file": ("page.html", page)}
+    r = httpx.post(f"{served_docs}/documents", files=files, data={"target_lang": "de"}, timeout=60)
+    assert r.status_code == 413, r.text
+    assert r.json()["error"]["code"] == "document_too_large"
+    assert "200 parts" in r.json()["error"]["message"]
+    r = httpx.post(
+        f"{served_docs}/v2/document",
+        files=files,
+        data={"target_lang": "DE"},
+        headers={"Authorization": "DeepL-Auth-Key any-key"},
+        timeout=60,
+    )
+    assert r.status_code == 413, r.text
+    assert "200 parts" in r.json()["message"]
+    r = httpx.post(
+        f"{served_docs}/libretranslate/translate_file",
+        files=files,
+        data={"source": "en", "target": "de"},
+        timeout=60,
+    )
+    assert r.status_code == 413, r.text
+    assert "200 parts" in r.json()["error"]

@@ -16,6 +16,7 @@ from serve_app.translation.markup.document import (
     Document,
     MarkupOptions,
     OverBudget,
+    engine_requests,
     parse,
 )
 from serve_app.translation.markup.segment import DEFAULT_STYLE, Segment, Style, Tag, Text
@@ -32,6 +33,7 @@ __all__ = [
     "Style",
     "Tag",
     "Text",
+    "engine_requests",
     "html",
     "markdown",
     "parse",

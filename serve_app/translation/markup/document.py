@@ -47,18 +47,28 @@ class MarkupOptions:
 
 
 class OverBudget(Exception):
-    """A document's segments went past its ``Budget`` while it was read."""
+    """A document's segments went past its ``Budget`` while it was read. ``in_segment``:
+    one segment is too much on its own (splitting the file would not help)."""
+
+    def __init__(self, message: str, in_segment: bool = False) -> None:
+        super().__init__(message)
+        self.in_segment = in_segment
 
 
 @dataclass(frozen=True)
 class Budget:
     """Bounds on a document's segments (``documents.DocumentLimits``): how many, the
-    characters of one (its source fragment, markup included) and of all together.
+    characters of one (its source fragment, markup included) and of all together, and the
+    engine requests one may need (``Segment.engine_requests``: each segment is translated
+    as a request of its own, which a replica refuses beyond ``max_engine_requests``).
 
     ``Builder`` counts each segment as it is completed, the same quantities the documents'
     ``check_segments`` counts afterwards (a segment's text is its units' source, which is
     what ``Builder`` measures), so a document it stops is one ``check_segments`` refuses:
-    the counts only grow. The ``Builder`` of a reader that never drops what it collected
+    the counts only grow. A completed segment's engine requests are counted by the function
+    that counts a request's (``Segment.engine_requests``), so a segment accepted here is not
+    refused when the worker sends it; counting its runs costs what its characters, checked
+    first, allow. The ``Builder`` of a reader that never drops what it collected
     (``watch_pending``) also checks the segment it is collecting, once that segment holds
     words and so is sure to become one: a paragraph of a million ``<b>x</b>`` is stopped
     after some 20,000 characters rather than walked to its end."""
@@ -66,6 +76,7 @@ class Budget:
     max_segments: int
     max_segment_chars: int
     max_chars: int
+    max_segment_requests: int
 
 
 NO_OPTIONS = MarkupOptions()
@@ -84,14 +95,13 @@ class Document:
         return any(s.tags for s in self.segments)
 
     def engine_requests(self, stop_after: int) -> int:
-        """The engine requests its translation may hold at once at most: one for each
-        segment, or for a segment with tags one for each text run when the structural method
-        translates them one by one (its placeholder attempt, before, takes one), pieces of
-        runs longer than a prompt aside. Counting stops once past ``stop_after``: a segment
-        of ``<i>a</i>`` repeated has as many runs as a hundred thousand characters allow."""
+        """The engine requests its translation may hold at once at most: its segments'
+        (``Segment.engine_requests``: one, or one for each text run between tags). Counting
+        stops between segments once past ``stop_after``; a segment's runs are counted whole
+        (a segment of ``<i>a</i>`` repeated has as many as its characters allow)."""
         n = 0
         for segment in self.segments:
-            n += max(1, len(segment.runs())) if segment.tags else 1
+            n += segment.engine_requests()
             if n > stop_after:
                 break
         return n
@@ -200,6 +210,7 @@ class Builder:
         segment = Segment(tuple(units[start:]), self.escape, line_prefix)
         if self.budget is not None:
             self._charge(sum(len(u.raw) for u in segment.units), completed=True)
+            self._check_requests(segment)
         self.parts.append(segment)
         self._append(trail)
 
@@ -223,6 +234,20 @@ class Builder:
             raise OverBudget(f"The document holds more than {budget.max_chars} characters of text")
         if completed:
             self.segment_count, self.chars = number, self.chars + chars
+
+    def _check_requests(self, segment: Segment) -> None:
+        """OverBudget if ``segment`` (the last one counted) may need more engine requests
+        than one request is allowed (``Segment.engine_requests``)."""
+        assert self.budget is not None
+        limit = self.budget.max_segment_requests
+        # A run lies between two tags: a segment of fewer tags than the limit is within it.
+        if len(segment.tags) >= limit and (n := segment.engine_requests()) > limit:
+            raise OverBudget(
+                f"Segment {self.segment_count} splits into {n} parts to translate (the text "
+                f"runs between its inline tags, variables and URLs); at most {limit} are "
+                "accepted in one paragraph",
+                in_segment=True,
+            )
 
     def document(self) -> Document:
         self.flush()
@@ -257,3 +282,9 @@ def register(name: str) -> Callable[[Parser], Parser]:
 def parse(fmt: str, text: str, options: MarkupOptions = NO_OPTIONS) -> Document:
     """``text`` read as format ``fmt`` (``FORMATS``); KeyError for an unknown format."""
     return FORMATS[fmt](text, options)
+
+
+def engine_requests(fmt: str, text: str, stop_after: int) -> int:
+    """The engine requests a request of ``text`` in format ``fmt`` may hold at once: its
+    parse's ``Document.engine_requests``, the count the service refuses a request by."""
+    return parse(fmt, text).engine_requests(stop_after)

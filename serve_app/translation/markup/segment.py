@@ -146,6 +146,14 @@ class Segment:
                 out.append(Run(start, stop, lead + first, middle, last + trail))
         return out
 
+    def engine_requests(self) -> int:
+        """The engine requests translating this segment may hold at once at most: one, or
+        for a segment with tags one for each text run when the structural method translates
+        them one by one (its placeholder attempt, before, takes one), pieces of runs longer
+        than a prompt aside. The one count both a request (``Document.engine_requests``) and
+        a document upload (``Budget``, ``documents.base.check_requests``) are held to."""
+        return max(1, len(self.runs())) if self.tags else 1
+
     def join_runs(self, translations: Sequence[str]) -> str:
         """The segment with each of ``runs()`` replaced by its translation, in order; tags
         and the text outside the runs are copied from the source."""

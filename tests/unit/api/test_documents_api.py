@@ -34,14 +34,17 @@ class Setup:
 
 
 async def make(  # type: ignore[no-untyped-def]
-    tmp_path, keys_env: str | None = None, **documents_args
+    tmp_path, keys_env: str | None = None, limits: dict | None = None, **documents_args
 ) -> AsyncIterator[Setup]:
     """The app over the fake engine; with ``keys_env``, keys are required (from that
-    environment variable) and checked by the store's key middleware, as in production."""
+    environment variable) and checked by the store's key middleware, as in production;
+    ``limits``: the service's (``AppConfig.limits``)."""
     engine = FakeEngine()
     engine.reply = lambda prompt: prompt.rsplit("\n\n", 1)[-1].upper()
     security = {"api_keys_env": keys_env} if keys_env else {}
-    config = AppConfig.model_validate({"prompt": {"family": "chat"}, "security": security})
+    config = AppConfig.model_validate(
+        {"prompt": {"family": "chat"}, "security": security, "limits": limits or {}}
+    )
     service = TranslationService(config, engine)
     await service.start()
     store = await open_sqlite(str(tmp_path / "store.db"))

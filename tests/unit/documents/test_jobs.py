@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from serve_app.core.config import LimitsConfig
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.core.errors import (
     DocumentNotFound,
@@ -29,6 +30,7 @@ from tests.docsamples import CHECKS, SAMPLES
 from tests.unit.documents.test_formats import as_service, shout, upper
 
 CONFIG = DocumentsConfig(worker_concurrency=3, idle_in_flight=4, lease_s=30, poll_interval_s=0.01)
+MAX_REQUESTS = LimitsConfig().max_engine_requests
 
 
 class Clock:
@@ -92,7 +94,7 @@ async def drain(w: DocumentWorker) -> None:
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 async def test_every_format_goes_upload_to_download(store: Store, name: str) -> None:
-    jobs, translator = DocumentJobs(store, CONFIG), Translator()
+    jobs, translator = DocumentJobs(store, CONFIG, MAX_REQUESTS), Translator()
     data = SAMPLES[name]()
     submitted = await jobs.submit("alice", Upload(f"sample.{name}", data, "de", "en"))
     assert submitted.job.state == "queued"
@@ -104,14 +106,14 @@ async def test_every_format_goes_upload_to_download(store: Store, name: str) -> 
 
 
 async def test_tagged_segments_reach_the_translator_with_their_tags(store: Store) -> None:
-    jobs, translator = DocumentJobs(store, CONFIG), Translator()
+    jobs, translator = DocumentJobs(store, CONFIG, MAX_REQUESTS), Translator()
     await jobs.submit("alice", Upload("a.docx", SAMPLES["docx"](), "de"))
     await drain(worker(jobs, translator))
     assert any(text.startswith("<g1>Plain start, </g1>") for text, _ in translator.seen)
 
 
 async def test_live_traffic_first_no_claims_while_the_replica_is_busy(store: Store) -> None:
-    jobs, translator = DocumentJobs(store, CONFIG), Translator()
+    jobs, translator = DocumentJobs(store, CONFIG, MAX_REQUESTS), Translator()
     submitted = await jobs.submit("alice", Upload("a.txt", SAMPLES["txt"](), "de"))
     translator.live = CONFIG.idle_in_flight
     w = worker(jobs, translator)
@@ -122,7 +124,7 @@ async def test_live_traffic_first_no_claims_while_the_replica_is_busy(store: Sto
 
 
 async def test_concurrency_is_bounded(store: Store) -> None:
-    jobs, translator = DocumentJobs(store, CONFIG), Translator()
+    jobs, translator = DocumentJobs(store, CONFIG, MAX_REQUESTS), Translator()
     text = "\n\n".join(f"paragraph {i}" for i in range(10)).encode()
     await jobs.submit("alice", Upload("a.txt", text, "de"))
     w = worker(jobs, translator)
@@ -134,7 +136,7 @@ async def test_concurrency_is_bounded(store: Store) -> None:
 async def test_a_dead_workers_segments_are_claimed_again_after_the_lease(
     store: Store, clock: Clock
 ) -> None:
-    jobs, translator = DocumentJobs(store, CONFIG), Translator()
+    jobs, translator = DocumentJobs(store, CONFIG, MAX_REQUESTS), Translator()
     submitted = await jobs.submit("alice", Upload("a.srt", SAMPLES["srt"](), "de"))
     dead = await store.claim_segments("dead-worker", 10, CONFIG.lease_s)
     assert len(dead) == 3
@@ -150,7 +152,7 @@ async def test_a_dead_workers_segments_are_claimed_again_after_the_lease(
 async def test_a_job_whose_assembler_died_is_assembled_by_the_next_status(
     store: Store,
 ) -> None:
-    jobs = DocumentJobs(store, CONFIG)
+    jobs = DocumentJobs(store, CONFIG, MAX_REQUESTS)
     submitted = await jobs.submit("alice", Upload("a.txt", b"one\n\ntwo", "de"))
     for claim in await store.claim_segments("w", 10, 30):
         await store.complete_segment(claim.job_id, claim.index, "w", claim.text.upper())
@@ -161,7 +163,7 @@ async def test_a_job_whose_assembler_died_is_assembled_by_the_next_status(
 
 
 async def test_the_document_key_is_checked(store: Store) -> None:
-    jobs, translator = DocumentJobs(store, CONFIG), Translator()
+    jobs, translator = DocumentJobs(store, CONFIG, MAX_REQUESTS), Translator()
     submitted = await jobs.submit("alice", Upload("a.txt", b"hello", "de"))
     assert (await jobs.status("alice", submitted.job.id, submitted.key)).id == submitted.job.id
     with pytest.raises(DocumentNotFound):
@@ -177,7 +179,7 @@ async def test_the_document_key_is_checked(store: Store) -> None:
 async def test_a_segment_the_model_cannot_translate_fails_the_job_with_the_reason(
     store: Store,
 ) -> None:
-    jobs, translator = DocumentJobs(store, CONFIG), Translator()
+    jobs, translator = DocumentJobs(store, CONFIG, MAX_REQUESTS), Translator()
     submitted = await jobs.submit("alice", Upload("a.txt", b"hello", "xx"))
     translator.fail, translator.fail_times = UnsupportedLanguage("Language 'xx' is not offered."), 9
     await drain(worker(jobs, translator))
@@ -189,7 +191,7 @@ async def test_a_segment_the_model_cannot_translate_fails_the_job_with_the_reaso
 
 
 async def test_a_full_replica_is_waited_out_not_failed(store: Store) -> None:
-    jobs, translator = DocumentJobs(store, CONFIG), Translator()
+    jobs, translator = DocumentJobs(store, CONFIG, MAX_REQUESTS), Translator()
     submitted = await jobs.submit("alice", Upload("a.txt", b"hello", "de"))
     translator.fail, translator.fail_times = Overloaded("full", retry_after_s=1), 2
     await drain(worker(jobs, translator))
@@ -204,7 +206,7 @@ async def test_a_result_meeting_the_store_away_is_stored_again_within_the_lease(
     """The store's deployment restarting as a segment is completed: the worker stores its
     translation again (not thrown away to be redone after the lease expires)."""
     monkeypatch.setattr(worker_module, "_STORE_RETRY_S", 0.01)
-    jobs, translator = DocumentJobs(store, CONFIG), Translator()
+    jobs, translator = DocumentJobs(store, CONFIG, MAX_REQUESTS), Translator()
     submitted = await jobs.submit("alice", Upload("a.txt", b"One.", "de"))
     complete, outages = store.complete_segment, [StoreUnavailable("restarting")] * 2
 
@@ -222,14 +224,14 @@ async def test_a_result_meeting_the_store_away_is_stored_again_within_the_lease(
 
 
 async def test_malformed_uploads_are_refused_before_anything_is_stored(store: Store) -> None:
-    jobs = DocumentJobs(store, CONFIG)
+    jobs = DocumentJobs(store, CONFIG, MAX_REQUESTS)
     with pytest.raises(MalformedDocument):
         await jobs.submit("alice", Upload("a.docx", b"not a zip", "de"))
     assert await store.list_documents("alice") == []
 
 
 async def test_a_job_keeps_the_glossary_terms_its_document_holds(store: Store) -> None:
-    jobs = DocumentJobs(store, CONFIG)
+    jobs = DocumentJobs(store, CONFIG, MAX_REQUESTS)
     entries = (("Cart", "Warenkorb"), ("wishlist", "Wunschzettel"))
     up = Upload("a.txt", b"my cart\n\nsomething", "de", "en", glossary_id="g1", glossary=entries)
     job = (await jobs.submit("alice", up)).job
@@ -242,7 +244,7 @@ async def test_a_job_keeps_the_glossary_terms_its_document_holds(store: Store) -
 async def test_a_glossary_snapshot_beyond_its_share_of_the_options_is_a_413(
     store: Store,
 ) -> None:
-    jobs = DocumentJobs(store, CONFIG)
+    jobs = DocumentJobs(store, CONFIG, MAX_REQUESTS)
     entries = tuple((f"term{i:04d}" + "x" * 60, "y" * 60) for i in range(400))
     text = "\n\n".join(s for s, _ in entries).encode()
     up = Upload("a.txt", text, "de", "en", glossary_id="g1", glossary=entries)
@@ -252,7 +254,7 @@ async def test_a_glossary_snapshot_beyond_its_share_of_the_options_is_a_413(
 
 
 async def test_seconds_remaining_is_estimated_from_progress(store: Store, clock: Clock) -> None:
-    jobs = DocumentJobs(store, CONFIG)
+    jobs = DocumentJobs(store, CONFIG, MAX_REQUESTS)
     submitted = await jobs.submit("alice", Upload("a.txt", b"aaaa\n\nbbbb", "de"))
     assert seconds_remaining(submitted.job) is None
     claim = (await store.claim_segments("w", 1, 30))[0]
