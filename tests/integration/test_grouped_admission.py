@@ -58,12 +58,16 @@ def scheduler_parts(model: Path, group: int, hold: int) -> dict[str, Any]:
     }
 
 
-def add_requests(scheduler: Any, n: int) -> None:
-    from vllm.sampling_params import SamplingParams
+def add_requests(scheduler: Any, n: int, stream: bool = False, first: int = 0) -> None:
+    """``n`` requests answered whole, as the service sends non-streaming ones (FINAL_ONLY),
+    or token by token (``stream``: DELTA, as /translate/stream and streamed chat)."""
+    from vllm.sampling_params import RequestOutputKind, SamplingParams
     from vllm.v1.request import Request
 
-    for i in range(n):
-        scheduler.add_request(Request(f"r{i}", [1, 2, 3, 4], SamplingParams(max_tokens=50), None))
+    kind = RequestOutputKind.DELTA if stream else RequestOutputKind.FINAL_ONLY
+    for i in range(first, first + n):
+        params = SamplingParams(max_tokens=50, output_kind=kind)
+        scheduler.add_request(Request(f"r{i}", [1, 2, 3, 4], params, None))
 
 
 def finish(scheduler: Any, n: int) -> None:
@@ -100,6 +104,30 @@ def test_admits_a_group_at_once_or_after_the_hold(tiny_model_dir: Path, kind: in
     assert len(scheduler.waiting) == 14 - SEQS - 5
     finish(scheduler, 4)
     assert admitted(scheduler) == 1  # the last one waiting, with places to spare
+
+
+def admitted_ids(scheduler: Any) -> list[str]:
+    return [r.req_id for r in scheduler.schedule().scheduled_new_reqs]
+
+
+@pytest.mark.parametrize("kind", [0, 1], ids=["sync", "async"])
+def test_no_step_is_held_while_a_streaming_request_waits(tiny_model_dir: Path, kind: int) -> None:
+    """A client reading tokens as they come waits for the first one: while a streaming
+    request waits, each step admits as vLLM's own scheduler would (first come, first
+    served here), and holding resumes once it runs."""
+    scheduler = scheduler_classes()[kind](**scheduler_parts(tiny_model_dir, group=4, hold=8))
+    add_requests(scheduler, SEQS + 2)
+    assert admitted(scheduler) == SEQS
+    finish(scheduler, 1)
+    assert admitted_ids(scheduler) == []  # whole answers only: held
+    add_requests(scheduler, 1, stream=True, first=100)
+    steps = []
+    for _ in range(3):
+        steps.append(admitted_ids(scheduler))
+        finish(scheduler, 1)
+    assert steps == [["r8"], ["r9"], ["r100"]]  # one place a step, in arrival order
+    add_requests(scheduler, 2, first=200)
+    assert admitted_ids(scheduler) == []  # only whole answers wait: held again
 
 
 def test_vllm_alone_admits_each_free_place_at_once(tiny_model_dir: Path) -> None:

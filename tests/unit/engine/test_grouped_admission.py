@@ -14,6 +14,7 @@ from serve_app.engine.grouped_admission import (
     engine_args,
     grouped_admission_scheduler,
     holds,
+    streams,
 )
 
 FOUR = AdmissionSettings(group=4, max_hold_steps=8)
@@ -86,3 +87,19 @@ def test_config_bounds(field: str) -> None:
         EngineConfig(**{field: -1})  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         EngineConfig(**{field: 10**9})  # type: ignore[arg-type]
+
+
+def test_only_a_whole_answer_can_be_held() -> None:
+    """What the scheduler asks of each waiting request before it holds a step."""
+    from types import SimpleNamespace
+
+    from vllm.sampling_params import RequestOutputKind
+
+    def request(kind: RequestOutputKind | None) -> SimpleNamespace:
+        params = None if kind is None else SimpleNamespace(output_kind=kind)
+        return SimpleNamespace(sampling_params=params)
+
+    assert not streams(request(RequestOutputKind.FINAL_ONLY))
+    assert streams(request(RequestOutputKind.DELTA))
+    assert streams(request(RequestOutputKind.CUMULATIVE))
+    assert not streams(request(None))  # pooling: no tokens to stream
