@@ -31,6 +31,7 @@ from serve_app.documents.base import (
 )
 from serve_app.translation.markup import Budget, Document, MarkupOptions, OverBudget, Text, parse
 from serve_app.translation.markup import Segment as MarkupSegment
+from serve_app.translation.markup.segment import with_line_prefix
 
 
 def _source(segment: MarkupSegment) -> str:
@@ -89,8 +90,7 @@ class MarkupFormat(DocumentFormat):
         segments = document.segments
         check_count(translations, len(segments))
         placed = [
-            t.replace("\n", "\n" + s.line_prefix) if s.line_prefix else t
-            for s, t in zip(segments, translations, strict=True)
+            with_line_prefix(t, s.line_prefix) for s, t in zip(segments, translations, strict=True)
         ]
         return document.rebuild(placed).encode("utf-8")
 

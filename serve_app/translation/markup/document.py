@@ -24,6 +24,7 @@ from serve_app.translation.markup.segment import (
     has_words,
     no_escape,
     number_tags,
+    with_line_prefix,
 )
 
 
@@ -187,7 +188,7 @@ class Builder:
             isinstance(u, Text) and not u.sentence_only and has_words(u.text) for u in units
         ):
             raw = "".join(u.raw for u in units)
-            self._append(raw.replace("\n", "\n" + line_prefix) if line_prefix else raw)
+            self._append(with_line_prefix(raw, line_prefix))
             return
         start, stop = 0, len(units)
         lead = trail = ""

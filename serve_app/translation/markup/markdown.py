@@ -8,6 +8,13 @@ text: emphasis markers, links' ``[`` and ``](url "title")``, images, code spans,
 and hard breaks become placeholders, backslash escapes and entities are shown to the model
 decoded and written back as the source spelled them. An inline text that cannot be matched
 (never expected) is copied untranslated rather than risk changing its markup.
+
+Line breaks are matched on the source's own spelling, not markdown-it's: its ``newline`` and
+``escape`` rules leave a soft break's one trailing space, a hard break's spaces and the next
+line's indentation out of every token, and it reads CRLF and CR as LF. A soft break is text:
+its spaces and indentation shown as they are, a CRLF or CR shown as LF (a translation's line
+breaks are written as the document's first line end). A hard break is one placeholder, the
+next line's indentation with it.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
@@ -29,9 +36,13 @@ from serve_app.translation.markup.document import (
     MarkupOptions,
     register,
 )
+from serve_app.translation.markup.segment import LINE_END
 
 _MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-_HARDBREAK = re.compile(r"(?: {2,}|\\)\n")
+# What markdown-it's ``newline`` rule leaves out of its tokens around a soft break: one
+# trailing space, the line end, the next line's leading spaces and tabs.
+_SOFTBREAK = re.compile(r"( ?)(\r\n?|\n)([ \t]*)")
+_HARDBREAK = re.compile(r"(?: {2,}|\\)(?:\r\n?|\n)[ \t]*")
 _ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 _PAIRED = {"em", "strong", "s"}
 
@@ -90,17 +101,25 @@ class _Inline:
         return bool(handler(self, tok))
 
     def softbreak(self, tok: Token) -> None:
-        self.take("\n")
-        self.b.text("\n")
+        space, end, indent = self.match(_SOFTBREAK).groups()
+        if space:
+            self.b.text(space)
+        self.b.text("\n", end)
+        if indent:
+            self.b.text(indent)
 
     def hardbreak(self, tok: Token) -> None:
-        self.void(self.match(_HARDBREAK))
+        self.void(self.match(_HARDBREAK).group(0))
 
     def code_inline(self, tok: Token) -> None:
         self.void(self.code(tok.markup))
 
     def html_inline(self, tok: Token) -> None:
-        self.void(self.take(tok.content))
+        if "\n" not in tok.content:
+            self.void(self.take(tok.content))
+            return
+        lines = (re.escape(line) for line in tok.content.split("\n"))
+        self.void(self.match(re.compile(f"(?:{LINE_END.pattern})".join(lines))).group(0))
 
     def image(self, tok: Token) -> None:
         self.void(self.take("!") + self.bracketed() + self.destination())
@@ -147,12 +166,12 @@ class _Inline:
         self.at += len(expected)
         return expected
 
-    def match(self, pattern: re.Pattern[str]) -> str:
+    def match(self, pattern: re.Pattern[str]) -> re.Match[str]:
         m = pattern.match(self.src, self.at)
         if m is None:
             raise _Misaligned(pattern.pattern)
         self.at = m.end()
-        return m.group(0)
+        return m
 
     def until(self, end: str) -> str:
         stop = self.src.find(end, self.at)
@@ -163,7 +182,7 @@ class _Inline:
 
     def code(self, ticks: str) -> str:
         pattern = re.compile(rf"{ticks}(?!`).*?(?<!`){ticks}(?!`)", re.DOTALL)
-        return self.match(pattern)
+        return self.match(pattern).group(0)
 
     def bracketed(self) -> str:
         """``[...]`` with nested brackets and escapes."""
@@ -262,14 +281,19 @@ class _Reader:
     def __init__(self, source: str, budget: Budget | None = None) -> None:
         self.source = source
         self.starts = [0]
-        self.starts.extend(m.end() for m in re.finditer("\n", source))
-        self.spellings: dict[str, str] = {}
+        self.starts.extend(m.end() for m in LINE_END.finditer(source))
+        # A translation's line breaks are written as the document's first line end.
+        first_end = LINE_END.search(source)
+        eol = first_end.group(0) if first_end else "\n"
+        self.spellings: dict[str, str] = {} if eol == "\n" else {"\n": eol}
         # Not watch_pending: an inline that cannot be matched drops what it collected.
         self.builder = Builder(self._escape, budget)
         self.at = 0
 
     def _escape(self, text: str) -> str:
         table = self.spellings
+        if "\n" in table and "\r" in text:
+            text = LINE_END.sub("\n", text)  # spelled as the document's line ends below
         return "".join(table.get(c, c) for c in text) if any(c in table for c in text) else text
 
     def read(self) -> Document:
@@ -287,10 +311,10 @@ class _Reader:
         found = self.locate(lines, tok.map[0])
         if found is None:
             return  # copied untranslated with the rest of the source
-        first, end, prefix = found
+        first, end, prefix, content = found
         self.builder.verbatim(self.source[self.at : first])
         try:
-            _Inline(tok.content, self.builder, self.spellings).run(tok.children or [])
+            _Inline(content, self.builder, self.spellings).run(tok.children or [])
         except (_Misaligned, IndexError):
             self.builder.discard()
             self.builder.verbatim(self.source[first:end])
@@ -298,27 +322,47 @@ class _Reader:
             self.builder.flush(prefix)
         self.at = end
 
-    def locate(self, lines: list[str], line: int) -> tuple[int, int, str] | None:
-        """Where the content's lines are in the source: (start, end, continuation prefix)."""
+    def locate(self, lines: list[str], line: int) -> _Place | None:
+        """Where the content's lines are in the source (``_Place``)."""
         if line >= len(self.starts):
             return None
         first = self.source.find(lines[0], max(self.at, self.starts[line]))
         if first < 0:
             return None
-        end, prefix = first + len(lines[0]), ""
+        end, prefix, content = first + len(lines[0]), "", [lines[0]]
         for k, text in enumerate(lines[1:], 1):
-            row = line + k
-            if row >= len(self.starts):
-                return None
-            pos = self.source.find(text, self.starts[row])
-            if pos < 0 or self.source.count("\n", self.starts[row], pos):
+            pos = self.line_at(text, line + k, end)
+            if pos is None:
                 return None
             if k == 1:
-                prefix = self.source[self.starts[row] : pos]
-            elif self.source[self.starts[row] : pos] != prefix:
+                prefix = self.source[self.starts[line + k] : pos]
+            elif self.source[self.starts[line + k] : pos] != prefix:
                 return None  # lines indented differently: keep the inline untranslated
+            content += [self.source[end : self.starts[line + k]], text]
             end = pos + len(text)
-        return first, end, prefix
+        return _Place(first, end, prefix, "".join(content))
+
+    def line_at(self, text: str, row: int, after: int) -> int | None:
+        """Where ``text`` is on line ``row``, the line before it ending at ``after`` (a content
+        line other than the last runs to its line end)."""
+        if row >= len(self.starts) or not LINE_END.fullmatch(self.source, after, self.starts[row]):
+            return None
+        start = self.starts[row]
+        pos = self.source.find(text, start)
+        if pos < 0 or LINE_END.search(self.source, start, pos):
+            return None
+        return pos
+
+
+class _Place(NamedTuple):
+    """Where an inline's content is in the source: from ``start`` to ``end``, each line after
+    the first behind ``prefix`` (a block quote's ``> ``, a list item's indentation), and the
+    content as the source spells it (its line ends, which markdown-it reads as LF)."""
+
+    start: int
+    end: int
+    prefix: str
+    content: str
 
 
 @register("markdown")

@@ -107,7 +107,7 @@ class Segment:
     line_prefix: str = ""
 
     def _lines(self, text: str) -> str:
-        return text.replace("\n", "\n" + self.line_prefix) if self.line_prefix else text
+        return with_line_prefix(text, self.line_prefix)
 
     @property
     def tags(self) -> tuple[Tag, ...]:
@@ -168,6 +168,15 @@ class Segment:
             at = run.stop
         parts.extend(u.raw for u in self.units[at:])
         return self._lines("".join(parts))
+
+
+# Line ends as Markdown reads them (markdown-it's ``normalize`` rule).
+LINE_END = re.compile(r"\r\n?|\n")
+
+
+def with_line_prefix(text: str, prefix: str) -> str:
+    """``text`` with ``prefix`` after each of its line ends (LF, CRLF or CR: Markdown's)."""
+    return LINE_END.sub(lambda m: m.group(0) + prefix, text) if prefix else text
 
 
 def _run_bounds(units: Sequence[Unit]) -> Iterator[tuple[int, int]]:

@@ -49,9 +49,11 @@ async def replica(tmp_path) -> AsyncIterator[ReplicaDocuments]:  # type: ignore[
     await store.close()
 
 
-async def _translate(documents: ReplicaDocuments, name: str, reply: Callable[[str], str]) -> bytes:
+async def _translate(
+    documents: ReplicaDocuments, name: str, reply: Callable[[str], str], data: bytes | None = None
+) -> bytes:
     documents.service.engine.reply = reply
-    data = SAMPLES[name]()
+    data = SAMPLES[name]() if data is None else data
     submitted = await documents.submit("o", Upload(f"a.{name}", data, "de", "en"))
     for _ in range(100):
         if not await documents.worker.step() and not documents.worker.running:
@@ -106,3 +108,23 @@ def test_markdown_inline_syntax_is_in_the_segment_it_belongs_to() -> None:
     ]
     rebuilt = FORMATS["md"].rebuild(data, ["Zitat *Betonung* und `code`\nauf zwei Zeilen.", "X"])
     assert rebuilt == b"> Zitat *Betonung* und `code`\n> auf zwei Zeilen.\n\n1. X\n"
+
+
+# Line ends markdown-it leaves out of its tokens (a soft break's trailing space, the next
+# line's indentation) and CRLF or CR line ends: each paragraph is translated, and the file
+# keeps its line ends (mixed ones too: each segment is translated on its own) and block
+# quote prefixes.
+LINE_ENDS = [
+    b"Hello there \nworld again.\n\n> Quoted line \n>   and more.\n",
+    b"Hello there\r\nworld again.\r\n\r\n> Quoted line  \r\n> and more.\r\n",
+    b"- Hello there\t\n  world again.\r- Quoted line\r  and more.\r",
+]
+
+
+@pytest.mark.parametrize("reply", [keeps_placeholders, drops_placeholders])
+@pytest.mark.parametrize("data", LINE_ENDS)
+async def test_markdown_line_ends_are_translated_and_kept(
+    replica: ReplicaDocuments, data: bytes, reply: Callable[[str], str]
+) -> None:
+    out = await _translate(replica, "md", reply, data)
+    assert out.decode() == data.decode().upper()

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from serve_app.translation.markup import Document, parse
 
@@ -41,7 +43,13 @@ def identity(doc: Document) -> str:
     return doc.rebuild([s.restore(s.source()) or "" for s in doc.segments])
 
 
-@pytest.mark.parametrize("text", [MD, "", "plain", "# Only a heading", "a\\\nb"])
+# Headings and table cells are one line each, their edge whitespace copied verbatim.
+HEADINGS_AND_CELLS = ["# Title \t\r\n", "| a  | b \t|\r\n|--|--|\r\n| c  | d  |\r\n"]
+
+
+@pytest.mark.parametrize(
+    "text", [MD, "", "plain", "# Only a heading", "a\\\nb", *HEADINGS_AND_CELLS]
+)
 def test_round_trip_is_byte_for_byte(text: str) -> None:
     doc = parse("markdown", text)
     assert identity(doc) == text
@@ -72,3 +80,87 @@ def test_translation_keeps_urls_escapes_and_quote_prefixes() -> None:
         ]
     )
     assert out == "> Zeile *eins*\n> Zeile zwei\n\nSiehe [Doku](https://x.y/a_b) \\*jetzt\\*\n"
+
+
+# Line ends whose whitespace markdown-it leaves out of its inline tokens: the one trailing
+# space of a soft break, the spaces of a hard break, the next line's indentation, and CRLF
+# or CR (which it reads as LF). Each inline text is translated, and what is not translated
+# comes back byte for byte. All letters are translatable text: upper-casing the segments
+# upper-cases the document.
+LINE_ENDS = [
+    ("hello there \nworld again\n", "hello there \nworld again"),
+    ("hello there\\\n  world again\n", "hello there<x1/>world again"),
+    ("hello there\t\n\tworld again\n", "hello there\t\n\tworld again"),
+    ("hello there\n   world again\n", "hello there\n   world again"),
+    ("- hello there \n  world again\n- two \n  three\n", "hello there \nworld again"),
+    ("- hello there  \n     world again\n", "hello there<x1/>world again"),
+    ("> hello there \n> world again\n", "hello there \nworld again"),
+    ("> hello there  \n>   world *again* \n> end\n", "hello there<x1/>world <x2>again</x2> \nend"),
+    ("hello there \nworld again\n===\n", "hello there \nworld again"),
+    ("hello there\r\nworld again\r\n", "hello there\nworld again"),
+    ("hello there \r\nworld again\r\n", "hello there \nworld again"),
+    ("hello there  \r\nworld again\r\n", "hello there<x1/>world again"),
+    ("> hello there\r\n> world again\r\n\r\nnext\r\n", "hello there\nworld again"),
+    ("- hello there\r\n  world again\r\n", "hello there\nworld again"),
+    ("hello there\rworld again\r", "hello there\nworld again"),
+    ("> hello there\r> world again\r", "hello there\nworld again"),
+    ("> hello <!-- 1\r\n> 2 -->there again\r\n", "hello <x1/>there again"),
+]
+
+
+@pytest.mark.parametrize(("text", "first"), LINE_ENDS)
+def test_line_ends_are_translated_and_kept(text: str, first: str) -> None:
+    doc = parse("markdown", text)
+    assert [s.source() for s in doc.segments][:1] == [first]
+    assert identity(doc) == text
+    upper = [s.restore(s.source().upper()) for s in doc.segments]
+    assert None not in upper
+    assert doc.rebuild([u or "" for u in upper]) == text.upper()
+    runs = [s.join_runs([r.text.upper() for r in s.runs()]) for s in doc.segments]
+    assert doc.rebuild(runs) == text.upper()
+
+
+def test_crlf_document_gets_crlf_line_breaks_back() -> None:
+    doc = parse("markdown", "> Line one\r\n> line two  \r\n> three\r\n")
+    (quote,) = doc.segments
+    out = quote.restore("Zeile eins\nZeile zwei<x1/>drei")
+    assert doc.rebuild([out or ""]) == "> Zeile eins\r\n> Zeile zwei  \r\n> drei\r\n"
+
+
+def test_crlf_in_the_answer_is_not_doubled() -> None:
+    doc = parse("markdown", "one two\r\nthree\r\n")
+    (segment,) = doc.segments
+    assert doc.rebuild([segment.restore("eins zwei\r\ndrei") or ""]) == "eins zwei\r\ndrei\r\n"
+
+
+_WORDS = st.lists(st.sampled_from(["hello", "there", "world", "again", "a", "b"]), min_size=1)
+_LINE = _WORDS.map(" ".join)
+# A line's end: what may precede the line break and what may open the next line.
+_BEFORE = st.sampled_from(["", " ", "  ", "   ", "\\", "\t", " \t", "\t ", "*"])
+_INDENT = st.sampled_from(["", " ", "  ", "\t", " \t"])
+
+
+@st.composite
+def _paragraph(draw: st.DrawFn, newline: str) -> str:
+    """A paragraph, list item or block quote of a few lines, line ends spelled every way."""
+    first, rest = draw(st.sampled_from([("", ""), ("> ", "> "), ("- ", "  "), ("1. ", "   ")]))
+    lines = draw(st.lists(_LINE, min_size=1, max_size=4))
+    out = first + lines[0]
+    for line in lines[1:]:
+        out += draw(_BEFORE) + newline + rest + draw(_INDENT) + line
+    return out + newline
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["\n", "\r\n", "\r"]).flatmap(
+        lambda nl: st.lists(_paragraph(nl), min_size=1, max_size=3).map(nl.join)
+    )
+)
+def test_any_line_ends_round_trip_and_translate(text: str) -> None:
+    doc = parse("markdown", text)
+    assert identity(doc) == text
+    upper = doc.rebuild([s.restore(s.source().upper()) or "" for s in doc.segments])
+    assert upper == text.upper()  # every word was in a segment, all else byte for byte
+    runs = [s.join_runs([r.text.upper() for r in s.runs()]) for s in doc.segments]
+    assert doc.rebuild(runs) == text.upper()
