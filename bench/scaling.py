@@ -1,7 +1,12 @@
 """Scaling across GPUs: this project with 1 replica, then 2 (one per GPU), same load per replica.
 
     python -m bench.scaling --model MODEL_DIR --out DIR [--load-format dummy] \
-        [--concurrency-per-replica 25] [--requests-per-replica 1000] [--rounds 2]
+        [--concurrency-per-replica 25] [--requests-per-replica 1000] [--rounds 2] \
+        [--replicas 1,2] [--append]
+
+On a fresh GPU machine both replica counts do not fit one 10-minute device call (the first
+start unpacks and compiles): run ``--replicas 1``, then ``--replicas 2 --append``, which keeps
+the replica counts already in DIR/scaling.json and writes the ratio once both are there.
 
 Each replica count is served by ``serve run`` (Ray's proxy in front), offered
 --concurrency-per-replica users per replica on the variable workload, --rounds times. Reports
@@ -46,18 +51,40 @@ async def one(ctx: BenchContext, replicas: int, ns: argparse.Namespace) -> dict[
     return {"replicas": replicas, "users": users, "runs": runs, "gpu_memory_used_mib": memory}
 
 
+def earlier(out: Path, append: bool) -> list[dict[str, Any]]:
+    """The replica counts of an earlier part in ``out`` (``--append``), else none."""
+    path = out / "scaling.json"
+    if not append or not path.exists():
+        return []
+    return list(json.loads(path.read_text())["results"])
+
+
+def assemble(
+    machine_name: str, engine: dict[str, Any], results: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The report of every replica count measured, by count (a count measured again replaces
+    the earlier one); the ratio once 1 and 2 replicas are both there."""
+    by_count = {r["replicas"]: r for r in results}
+    ordered = [by_count[n] for n in sorted(by_count)]
+    rps = {r["replicas"]: statistics.median(x["rps"] for x in r["runs"]) for r in ordered}
+    ratio = round(rps[2] / rps[1], 3) if rps.get(1) and 2 in rps else None
+    return {
+        "machine": machine_name,
+        "settings": {"engine": engine},
+        "results": ordered,
+        "median_rps": rps,
+        "scaling_ratio": ratio,
+    }
+
+
 async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
     ns.systems, ns.replicas, ns.ray_serve_llm_pythonpath = "ray_serve", 1, None
+    ns.stream = False
+    before = earlier(ns.out, ns.append)
     ctx = context(ns)
-    results = [await one(ctx, n, ns) for n in (1, 2)]
-    rps = {r["replicas"]: statistics.median(x["rps"] for x in r["runs"]) for r in results}
-    return {
-        "machine": machine(),
-        "settings": {"engine": json.loads(ctx.config.engine.model_dump_json())},
-        "results": results,
-        "median_rps": rps,
-        "scaling_ratio": round(rps[2] / rps[1], 3) if rps[1] else None,
-    }
+    results = [await one(ctx, n, ns) for n in ns.replica_counts]
+    engine = json.loads(ctx.config.engine.model_dump_json())
+    return assemble(machine(), engine, before + results)
 
 
 def write(out: Path, result: dict[str, Any]) -> None:
@@ -73,14 +100,25 @@ def write(out: Path, result: dict[str, Any]) -> None:
             f"| {r['replicas']} | {r['users']} | {result['median_rps'][r['replicas']]:.1f} "
             f"| {p95:.3f} |"
         )
-    lines += ["", f"Scaling ratio RPS(2)/RPS(1): **{result['scaling_ratio']}** (2.0 = linear)", ""]
+    ratio = result["scaling_ratio"]
+    said = (
+        f"**{ratio}** (2.0 = linear)" if ratio is not None else "not yet (1 and 2 replicas needed)"
+    )
+    lines += ["", f"Scaling ratio RPS(2)/RPS(1): {said}", ""]
     lines += ["GPU memory in use (MiB per GPU, nvidia-smi, replicas up):", ""]
     for r in result["results"]:
         lines.append(f"- {r['replicas']} replica(s): {r['gpu_memory_used_mib']}")
     (out / "scaling.md").write_text("\n".join(lines) + "\n")
 
 
-def main() -> None:
+def replica_counts(text: str) -> list[int]:
+    counts = [int(part) for part in text.split(",")]
+    if not counts or any(n not in (1, 2) for n in counts):
+        raise argparse.ArgumentTypeError("replica counts are 1, 2 or 1,2")
+    return counts
+
+
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.scaling", description=__doc__.split("\n")[0])
     p.add_argument("--model", required=True)
     p.add_argument("--serve-config", type=Path, default=Path("serve_config.yaml").resolve())
@@ -89,8 +127,14 @@ def main() -> None:
     p.add_argument("--concurrency-per-replica", type=int, default=25)
     p.add_argument("--requests-per-replica", type=int, default=1000)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--replicas", dest="replica_counts", type=replica_counts, default=[1, 2])
+    p.add_argument("--append", action="store_true", help="keep the counts already in --out")
     p.add_argument("--out", type=Path, required=True)
-    ns = p.parse_args()
+    return p
+
+
+def main() -> None:
+    ns = parser().parse_args()
     result = asyncio.run(main_async(ns))
     write(ns.out, result)
     print((ns.out / "scaling.md").read_text())

@@ -1,0 +1,88 @@
+"""The scaling bench's parts: its arguments, the namespace it hands journey's ``context``
+(a missing field there stopped a GPU call), and a run in two parts (``--replicas 1``, then
+``--replicas 2 --append``) giving one report with the ratio. The serving is faked here; the
+GPU runs serve it for real (bench/README.md, "On the GPU")."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import scaling
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _fake_one(rps_per_replica: float):
+    async def one(ctx: Any, replicas: int, ns: argparse.Namespace) -> dict[str, Any]:
+        assert ctx.stream is False
+        assert ctx.config.engine.model == "tiny-model"
+        runs = [
+            {"rps": rps_per_replica * replicas + k, "p95_s": 0.5, "latencies_s": [0.1, 0.2]}
+            for k in (0, 1)
+        ]
+        for run in runs:
+            run.update(workload=f"{replicas} replica(s)", system="ray_serve")
+        return {
+            "replicas": replicas,
+            "users": 25 * replicas,
+            "runs": runs,
+            "gpu_memory_used_mib": [],
+        }
+
+    return one
+
+
+def _part(out: Path, *flags: str) -> dict[str, Any]:
+    ns = scaling.parser().parse_args(
+        [
+            "--model",
+            "tiny-model",
+            "--serve-config",
+            str(ROOT / "serve_config.cpu.yaml"),
+            "--out",
+            str(out),
+            *flags,
+        ]
+    )
+    result = asyncio.run(scaling.main_async(ns))
+    scaling.write(out, result)
+    return json.loads((out / "scaling.json").read_text())
+
+
+def test_replica_counts_are_one_two_or_both() -> None:
+    p = scaling.parser()
+    base = ["--model", "m", "--out", "o"]
+    assert p.parse_args(base).replica_counts == [1, 2]
+    assert p.parse_args([*base, "--replicas", "2"]).replica_counts == [2]
+    with pytest.raises(SystemExit):
+        p.parse_args([*base, "--replicas", "3"])
+
+
+def test_two_parts_make_one_report_with_the_ratio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scaling, "one", _fake_one(40.0))
+    first = _part(tmp_path, "--replicas", "1")
+    assert first["scaling_ratio"] is None
+    assert "not yet" in (tmp_path / "scaling.md").read_text()
+    both = _part(tmp_path, "--replicas", "2", "--append")
+    assert [r["replicas"] for r in both["results"]] == [1, 2]
+    assert both["scaling_ratio"] == round(80.5 / 40.5, 3)
+    assert f"**{both['scaling_ratio']}**" in (tmp_path / "scaling.md").read_text()
+    assert (tmp_path / "scaling.png").exists()
+
+
+def test_without_append_an_earlier_part_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scaling, "one", _fake_one(40.0))
+    _part(tmp_path, "--replicas", "1")
+    again = _part(tmp_path, "--replicas", "2")
+    assert [r["replicas"] for r in again["results"]] == [2]
+    assert again["scaling_ratio"] is None
