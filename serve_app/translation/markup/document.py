@@ -25,6 +25,7 @@ from serve_app.translation.markup.segment import (
     no_escape,
     number_tags,
     with_line_prefix,
+    with_line_prefixes,
 )
 
 
@@ -180,15 +181,20 @@ class Builder:
         self.pending = []
         self.pending_chars, self.pending_words = 0, False
 
-    def flush(self, line_prefix: str = "") -> None:
-        """Ends the current segment (a block boundary)."""
+    def flush(self, line_prefix: str = "", source_prefixes: tuple[str, ...] = ()) -> None:
+        """Ends the current segment (a block boundary). ``line_prefix`` is written after each
+        line break of its translation; the source's own prefixes after its line breaks, when
+        they differ (``Segment.source_prefixes``), are ``source_prefixes``."""
         units = number_tags(self.pending)
         self.discard()
         if not any(
             isinstance(u, Text) and not u.sentence_only and has_words(u.text) for u in units
         ):
             raw = "".join(u.raw for u in units)
-            self._append(with_line_prefix(raw, line_prefix))
+            if source_prefixes:
+                self._append(with_line_prefixes(raw, source_prefixes, line_prefix))
+            else:
+                self._append(with_line_prefix(raw, line_prefix))
             return
         start, stop = 0, len(units)
         lead = trail = ""
@@ -208,7 +214,7 @@ class Builder:
                 else units[: stop - 1]
             )
         self._append(lead)
-        segment = Segment(tuple(units[start:]), self.escape, line_prefix)
+        segment = Segment(tuple(units[start:]), self.escape, line_prefix, source_prefixes)
         if self.budget is not None:
             self._charge(sum(len(u.raw) for u in segment.units), completed=True)
             self._check_requests(segment)

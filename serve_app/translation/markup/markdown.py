@@ -15,6 +15,11 @@ line's indentation out of every token, and it reads CRLF and CR as LF. A soft br
 its spaces and indentation shown as they are, a CRLF or CR shown as LF (a translation's line
 breaks are written as the document's first line end). A hard break is one placeholder, the
 next line's indentation with it.
+
+Each line after an inline's first is behind its containers' prefix (``> ``, a list item's
+indentation), left out of the segment and written after each of a translation's line breaks.
+A lazy continuation line leaves out some of that prefix: a translation of a paragraph that
+holds one is written with the whole prefix on every line (``_Reader.locate``).
 """
 
 from __future__ import annotations
@@ -311,7 +316,7 @@ class _Reader:
         found = self.locate(lines, tok.map[0])
         if found is None:
             return  # copied untranslated with the rest of the source
-        first, end, prefix, content = found
+        first, end, prefix, content, source_prefixes = found
         self.builder.verbatim(self.source[self.at : first])
         try:
             _Inline(content, self.builder, self.spellings).run(tok.children or [])
@@ -319,7 +324,7 @@ class _Reader:
             self.builder.discard()
             self.builder.verbatim(self.source[first:end])
         else:
-            self.builder.flush(prefix)
+            self.builder.flush(prefix, source_prefixes)
         self.at = end
 
     def locate(self, lines: list[str], line: int) -> _Place | None:
@@ -329,18 +334,21 @@ class _Reader:
         first = self.source.find(lines[0], max(self.at, self.starts[line]))
         if first < 0:
             return None
-        end, prefix, content = first + len(lines[0]), "", [lines[0]]
+        end, prefixes, content = first + len(lines[0]), [], [lines[0]]
         for k, text in enumerate(lines[1:], 1):
             pos = self.line_at(text, line + k, end)
             if pos is None:
                 return None
-            if k == 1:
-                prefix = self.source[self.starts[line + k] : pos]
-            elif self.source[self.starts[line + k] : pos] != prefix:
-                return None  # lines indented differently: keep the inline untranslated
+            prefixes.append(self.source[self.starts[line + k] : pos])
             content += [self.source[end : self.starts[line + k]], text]
             end = pos + len(text)
-        return _Place(first, end, prefix, "".join(content))
+        if len(set(prefixes)) < 2:
+            return _Place(first, end, prefixes[0] if prefixes else "", "".join(content))
+        # Lines indented differently: a lazy continuation line lacks some of its containers'
+        # prefixes ("> ", a list item's indentation). A translation's lines are all written
+        # with the container's whole prefix, the one of most "> " and then longest.
+        prefix = max(prefixes, key=lambda p: (p.count(">"), len(p)))
+        return _Place(first, end, prefix, "".join(content), tuple(prefixes))
 
     def line_at(self, text: str, row: int, after: int) -> int | None:
         """Where ``text`` is on line ``row``, the line before it ending at ``after`` (a content
@@ -357,12 +365,15 @@ class _Reader:
 class _Place(NamedTuple):
     """Where an inline's content is in the source: from ``start`` to ``end``, each line after
     the first behind ``prefix`` (a block quote's ``> ``, a list item's indentation), and the
-    content as the source spells it (its line ends, which markdown-it reads as LF)."""
+    content as the source spells it (its line ends, which markdown-it reads as LF). When the
+    lines' prefixes differ (lazy continuation lines), ``source_prefixes`` holds each one and
+    ``prefix`` is the container's whole prefix, which a translation's lines are written with."""
 
     start: int
     end: int
     prefix: str
     content: str
+    source_prefixes: tuple[str, ...] = ()
 
 
 @register("markdown")

@@ -105,8 +105,14 @@ class Segment:
     escape: Escape = field(default=no_escape, compare=False)
     # Written after each line break of the segment (Markdown: "> " inside a block quote).
     line_prefix: str = ""
+    # The source's own prefix after each of its line breaks, where they differ (Markdown: a
+    # lazy continuation line); ``verbatim`` (and a translation that is the source unchanged)
+    # writes them, a translation ``line_prefix``.
+    source_prefixes: tuple[str, ...] = ()
 
     def _lines(self, text: str) -> str:
+        if self.source_prefixes and text == "".join(u.raw for u in self.units):
+            return with_line_prefixes(text, self.source_prefixes, self.line_prefix)
         return with_line_prefix(text, self.line_prefix)
 
     @property
@@ -177,6 +183,17 @@ LINE_END = re.compile(r"\r\n?|\n")
 def with_line_prefix(text: str, prefix: str) -> str:
     """``text`` with ``prefix`` after each of its line ends (LF, CRLF or CR: Markdown's)."""
     return LINE_END.sub(lambda m: m.group(0) + prefix, text) if prefix else text
+
+
+def with_line_prefixes(text: str, prefixes: Sequence[str], rest: str = "") -> str:
+    """``text`` with ``prefixes[i]`` after its line end ``i`` (``rest`` after any more)."""
+    count = iter(range(len(prefixes)))
+
+    def prefix(m: re.Match[str]) -> str:
+        i = next(count, None)
+        return m.group(0) + (rest if i is None else prefixes[i])
+
+    return LINE_END.sub(prefix, text)
 
 
 def _run_bounds(units: Sequence[Unit]) -> Iterator[tuple[int, int]]:
