@@ -24,7 +24,6 @@ from serve_app.translation.markup.segment import (
     has_words,
     no_escape,
     number_tags,
-    with_line_prefix,
     with_line_prefixes,
 )
 
@@ -191,10 +190,7 @@ class Builder:
             isinstance(u, Text) and not u.sentence_only and has_words(u.text) for u in units
         ):
             raw = "".join(u.raw for u in units)
-            if source_prefixes:
-                self._append(with_line_prefixes(raw, source_prefixes, line_prefix))
-            else:
-                self._append(with_line_prefix(raw, line_prefix))
+            self._append(with_line_prefixes(raw, source_prefixes, line_prefix))
             return
         start, stop = 0, len(units)
         lead = trail = ""

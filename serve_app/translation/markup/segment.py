@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from serve_app.translation.markup.atoms import edges, has_words
@@ -110,8 +111,12 @@ class Segment:
     # writes them, a translation ``line_prefix``.
     source_prefixes: tuple[str, ...] = ()
 
+    @cached_property
+    def _raw(self) -> str:
+        return "".join(u.raw for u in self.units)
+
     def _lines(self, text: str) -> str:
-        if self.source_prefixes and text == "".join(u.raw for u in self.units):
+        if self.source_prefixes and text == self._raw:
             return with_line_prefixes(text, self.source_prefixes, self.line_prefix)
         return with_line_prefix(text, self.line_prefix)
 
@@ -121,7 +126,7 @@ class Segment:
 
     def verbatim(self) -> str:
         """The segment exactly as the source held it."""
-        return self._lines("".join(u.raw for u in self.units))
+        return with_line_prefixes(self._raw, self.source_prefixes, self.line_prefix)
 
     def source(self, style: Style = DEFAULT_STYLE) -> str:
         """The text the model translates, placeholders included."""
@@ -187,6 +192,8 @@ def with_line_prefix(text: str, prefix: str) -> str:
 
 def with_line_prefixes(text: str, prefixes: Sequence[str], rest: str = "") -> str:
     """``text`` with ``prefixes[i]`` after its line end ``i`` (``rest`` after any more)."""
+    if not prefixes:
+        return with_line_prefix(text, rest)
     count = iter(range(len(prefixes)))
 
     def prefix(m: re.Match[str]) -> str:
