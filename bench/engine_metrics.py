@@ -11,11 +11,18 @@ flushes (one every ``--steps-per-flush`` steps: 1 s at 100 steps a second) inclu
 and with the per-token histogram sampled (``--token-sample`` values per flush).
 
     python -m bench.engine_metrics --steps 5000
+    python -m bench.engine_metrics --stall --steps-per-flush 200
+
+``--stall`` measures instead how long a timed flush (the one the replica's event loop runs
+every ``engine_metrics_flush_s``) holds the loop: the longest gap between the turns of a
+task running beside it, with the histograms' values sent ``SEND_CHUNK`` per turn (the
+default) and all at once (as before 2026-11-27), in alternated rounds.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import time
@@ -104,6 +111,53 @@ def cpu_us_per_step(
     return (time.process_time() - start) / len(steps) * 1e6
 
 
+async def longest_stall_ms(stat_logger: Any, steps: list[tuple[Any, Any]]) -> dict[str, float]:
+    """The steps recorded, then one timed flush on this loop beside a task that notes the
+    time of each of its turns: the longest gap between turns and the flush's whole time."""
+    import asyncio
+
+    for scheduler, iteration in steps:
+        stat_logger.record(scheduler, iteration, engine_idx=0)
+    buffer = stat_logger.metric_buffer
+    turns: list[float] = []
+
+    async def beside() -> None:
+        while True:
+            turns.append(time.perf_counter())
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(beside())
+    await asyncio.sleep(0)
+    start = time.perf_counter()
+    buffer._flush_in_turns()
+    while buffer._outbox or buffer._sending:  # noqa: ASYNC110 (a turn of the loop each)
+        await asyncio.sleep(0)
+    took = time.perf_counter() - start
+    for _ in range(2):  # the task's first turn after the flush ends the last gap
+        await asyncio.sleep(0)
+    task.cancel()
+    gaps = [b - a for a, b in itertools.pairwise(turns)]
+    return {"longest_stall_ms": round(max(gaps) * 1e3, 2), "flush_ms": round(took * 1e3, 2)}
+
+
+def stalls(args: argparse.Namespace, config: Any) -> dict[str, Any]:
+    """``--stall``: a timed flush's longest hold of the loop, chunked and at once."""
+    import asyncio
+
+    from serve_app.engine import metrics
+
+    steps = synthetic_steps(args.steps_per_flush, args.running, args.finished)
+    result: dict[str, Any] = {"steps_per_flush": args.steps_per_flush, "running": args.running}
+    default = metrics.SEND_CHUNK
+    for _ in range(args.rounds):
+        for name, chunk in ((f"chunks of {default}", default), ("at once", 10**9)):
+            metrics.SEND_CHUNK = chunk
+            stat_logger = metrics.buffered_ray_stat_logger(flush_s=1e9)(config, [0])
+            result.setdefault(name, []).append(asyncio.run(longest_stall_ms(stat_logger, steps)))
+    metrics.SEND_CHUNK = default
+    return result
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import ray
     from vllm.v1.metrics.ray_wrappers import RayPrometheusStatLogger
@@ -113,6 +167,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
         config = vllm_config()
+        if args.stall:
+            return stalls(args, config)
         steps = synthetic_steps(args.steps, args.running, args.finished)
         # A flush interval no step reaches: the benchmark flushes by step count instead.
         loggers = {
@@ -142,6 +198,7 @@ def main() -> None:
     parser.add_argument("--steps-per-flush", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--token-sample", type=int, default=100, help="per flush")
+    parser.add_argument("--stall", action="store_true", help="a timed flush's hold of the loop")
     print(json.dumps(run(parser.parse_args()), indent=2))
 
 

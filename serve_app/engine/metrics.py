@@ -17,8 +17,10 @@ Python state per step:
 
 Every ``flush_s`` seconds (a timer on the event loop, armed by the first write after a
 flush) the buffered state goes to Ray: one ``set`` per gauge, one ``inc`` per counter with
-the sum, and every buffered histogram value observed (the first through Ray's public
-``observe``, which checks the tags, the rest straight through Ray's recorder). Nothing is
+the sum, and every buffered histogram value observed (the first of each chunk through Ray's
+public ``observe``, which checks the tags, the rest straight through Ray's recorder), in
+chunks of ``SEND_CHUNK`` values, one per turn of the event loop: a second of streaming
+buffers thousands of per-token values, which sent at once held the loop for ~30 ms. Nothing is
 sampled (unless ``token_sample`` is set, see ``buffered_ray_stat_logger``): counters, the
 last gauge values and the histograms' buckets, ``_count`` and ``_sum`` equal the unbuffered
 logger's once flushed; gauges lose only the values a later step overwrote within the
@@ -50,14 +52,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from functools import partial
 from typing import Any
 
 logger = logging.getLogger("ray.serve.translator")
 
 
+# Histogram values sent to Ray per turn of the event loop by a timed flush. A second of
+# streaming on an H100 buffers ~5,000 inter-token latencies, one Ray call each: sent at
+# once they held the replica's loop for ~30 ms every second (a py-spy profile put 5.6% of
+# the replica's samples in one flush; bench/results/2026-11-27-h100-stream-profile), and
+# every stream's next event waited behind them. 256 values: ~1-2 ms per turn.
+SEND_CHUNK = 256
+
+
 class EngineMetricBuffer:
-    """The metric wrappers written since the last flush, and when to flush them.
+    """The metric wrappers written since the last flush, when to flush them, and the
+    histogram values a timed flush still has to send.
 
     Unlike the service's ``serving.metrics.MetricBuffer`` (one dictionary keyed by metric
     and tags, for Ray Serve's metrics), each labelled vLLM metric keeps its own buffer, so
@@ -68,6 +80,8 @@ class EngineMetricBuffer:
         self._dirty: list[Any] = []
         self._timer: asyncio.TimerHandle | None = None
         self._last_flush = time.monotonic()
+        self._outbox: deque[tuple[Any, list[float], int]] = deque()  # (histogram, values, sent)
+        self._sending = False
 
     def mark(self, metric: Any) -> None:
         """``metric`` holds values not yet sent to Ray (called once per flush interval per
@@ -78,7 +92,7 @@ class EngineMetricBuffer:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
                 return  # no loop here: ``after_record`` or an explicit ``flush``
-            self._timer = loop.call_later(self.flush_s, self.flush)
+            self._timer = loop.call_later(self.flush_s, self._flush_in_turns)
 
     def after_record(self) -> None:
         """Without a running loop (a synchronous engine), flushes once ``flush_s`` has passed
@@ -87,8 +101,18 @@ class EngineMetricBuffer:
         if self._dirty and self._timer is None and due:
             self.flush()
 
+    def queue(self, histogram: Any, values: list[float]) -> None:
+        """Histogram values to observe on Ray's ``histogram.metric`` (called by a flush)."""
+        self._outbox.append((histogram, values, 0))
+
     def flush(self) -> None:
-        """Sends every buffered value to Ray's metrics API."""
+        """Sends every buffered value to Ray's metrics API now."""
+        self._take()
+        self._send(None)
+
+    def _take(self) -> None:
+        """Every written metric's state: gauges and counters sent (one call each), the
+        histograms' values queued."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -99,6 +123,38 @@ class EngineMetricBuffer:
                 metric.flush()
             except Exception:  # one bad series must not stop the others or the loop
                 logger.exception("could not export an engine metric")
+
+    def _flush_in_turns(self) -> None:
+        """The timer's flush: the histograms' values go ``SEND_CHUNK`` at a time, one chunk
+        per turn of the loop, so requests' work runs between them."""
+        self._timer = None
+        self._take()
+        if not self._sending:
+            self._send_chunk()
+
+    def _send_chunk(self) -> None:
+        self._sending = self._send(SEND_CHUNK)
+        if self._sending:
+            asyncio.get_running_loop().call_soon(self._send_chunk)
+
+    def _send(self, limit: int | None) -> bool:
+        """Observes up to ``limit`` (None: all) queued histogram values; whether some are
+        left."""
+        budget = limit
+        while self._outbox and (budget is None or budget > 0):
+            histogram, values, sent = self._outbox[0]
+            end = len(values) if budget is None else min(len(values), sent + budget)
+            if end == len(values):
+                self._outbox.popleft()
+            else:
+                self._outbox[0] = (histogram, values, end)
+            if budget is not None:
+                budget -= end - sent
+            try:
+                observe_all(histogram.metric, values[sent:end], histogram._tags)
+            except Exception:  # one bad series must not stop the others or the loop
+                logger.exception("could not export an engine metric")
+        return bool(self._outbox)
 
 
 class _Buffered:
@@ -195,7 +251,7 @@ class _Histogram(_Buffered):
         if 0 < self.sample < len(values):
             values = values[:: -(-len(values) // self.sample)]
         if values:
-            observe_all(self.metric, values, self._tags)
+            self._buffer.queue(self, values)
 
 
 class StepMeans:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import itertools
 import logging
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -20,6 +21,7 @@ pytest.importorskip("vllm")
 
 from bench.engine_metrics import synthetic_steps, vllm_config
 from serve_app.core.config import EngineConfig
+from serve_app.engine import metrics as engine_metrics
 from serve_app.engine.metrics import buffered_ray_stat_logger
 from serve_app.engine.vllm import SchedulerStatsRecorder, VLLMEngine
 
@@ -254,6 +256,56 @@ async def test_a_timer_on_the_loop_flushes_after_the_interval(
         while not ray.calls:
             await asyncio.sleep(0.01)
     assert any(k[0] == "vllm_inter_token_latency_seconds" for k in ray.values)
+
+
+async def test_a_timed_flush_sends_histograms_a_chunk_per_loop_turn(
+    monkeypatch: pytest.MonkeyPatch, config: Any, steps: list[tuple[Any, Any]]
+) -> None:
+    """The loop runs other work between chunks of histogram values, and in the end Ray
+    holds what one explicit flush sends."""
+    reference = fake_ray(monkeypatch)
+    explicit = buffered_ray_stat_logger(flush_s=1e9)(config, [0])
+    feed(explicit, steps[:40])
+    explicit.flush()
+
+    ray = fake_ray(monkeypatch)
+    monkeypatch.setattr(engine_metrics, "SEND_CHUNK", 50)
+    stat_logger = buffered_ray_stat_logger(flush_s=0.01)(config, [0])
+    feed(stat_logger, steps[:40])  # 40 steps x 23 inter-token latencies, and more
+    seen: list[int] = []  # Ray's calls at each turn of a task beside the flush
+
+    async def beside() -> None:
+        while True:
+            seen.append(ray.calls)
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(beside())
+    try:
+        async with asyncio.timeout(5):
+            while ray.values != reference.values:
+                await asyncio.sleep(0.005)
+    finally:
+        task.cancel()
+    during = sorted({calls for calls in seen if 0 < calls < ray.calls})
+    assert len(during) >= 40 * 23 // 50 - 1  # a turn of the other task between chunks
+    assert max(b - a for a, b in itertools.pairwise(during)) <= 50
+    assert ray.values == approx(reference.values)
+
+
+async def test_an_explicit_flush_sends_what_a_timed_one_left(
+    monkeypatch: pytest.MonkeyPatch, config: Any, steps: list[tuple[Any, Any]]
+) -> None:
+    ray = fake_ray(monkeypatch)
+    monkeypatch.setattr(engine_metrics, "SEND_CHUNK", 50)
+    stat_logger = buffered_ray_stat_logger(flush_s=0.01)(config, [0])
+    feed(stat_logger, steps[:40])
+    async with asyncio.timeout(5):
+        while not ray.calls:
+            await asyncio.sleep(0.001)
+    stat_logger.flush()  # a replica stopping: the rest at once, nothing twice
+    await asyncio.sleep(0.05)  # the timed flush's next turn finds nothing left
+    itl = next(v for (n, _), v in ray.values.items() if n.startswith("vllm_inter_token"))
+    assert itl[2] == 40 * 23
 
 
 async def test_writes_outside_record_are_flushed_too(
