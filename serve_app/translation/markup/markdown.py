@@ -335,10 +335,11 @@ class _Reader:
         if first < 0:
             return None
         end, prefixes, content = first + len(lines[0]), [], [lines[0]]
-        for k, text in enumerate(lines[1:], 1):
-            pos = self.line_at(text, line + k, end)
-            if pos is None:
+        for k, parsed in enumerate(lines[1:], 1):
+            found = self.line_at(parsed, line + k, end)
+            if found is None:
                 return None
+            pos, text = found
             prefixes.append(self.source[self.starts[line + k] : pos])
             content += [self.source[end : self.starts[line + k]], text]
             end = pos + len(text)
@@ -350,16 +351,24 @@ class _Reader:
         prefix = max(prefixes, key=lambda p: (p.count(">"), len(p)))
         return _Place(first, end, prefix, "".join(content), tuple(prefixes))
 
-    def line_at(self, text: str, row: int, after: int) -> int | None:
+    def line_at(self, text: str, row: int, after: int) -> tuple[int, str] | None:
         """Where ``text`` is on line ``row``, the line before it ending at ``after`` (a content
-        line other than the last runs to its line end)."""
+        line other than the last runs to its line end), and the text as the source spells it.
+        A line indented with a tab that crosses its container's indentation reaches
+        markdown-it's content as the tab's remaining columns in spaces: then the text without
+        them, behind the source's own whitespace (the tab, part of the line's prefix)."""
         if row >= len(self.starts) or not LINE_END.fullmatch(self.source, after, self.starts[row]):
             return None
         start = self.starts[row]
         pos = self.source.find(text, start)
+        if (pos < 0 or LINE_END.search(self.source, start, pos)) and text.startswith(" "):
+            text = text.lstrip(" ")
+            pos = self.source.find(text, start)
+            if pos >= 0 and (not text or self.source[start:pos].strip(" \t")):
+                return None
         if pos < 0 or LINE_END.search(self.source, start, pos):
             return None
-        return pos
+        return pos, text
 
 
 class _Place(NamedTuple):

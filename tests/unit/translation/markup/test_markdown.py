@@ -164,6 +164,10 @@ RAGGED = [
     "> - quoted item\n>   continued\n  lazy one\n> lazy two\n",
     "1. numbered\r\n   continued\r\nlazy\r\n",
     "> hard break  \nlazy after it\n> *emphasis\nacross* lines\n",
+    # A tab crossing the item's indentation (markdown-it passes its other columns as spaces).
+    "- item\n\tlazy tab\n",
+    "- a\n  b\n\tc\n \td\n",
+    "1. item\n \tlazy\n- *emphasis\n\tacross* lines\n",
 ]
 
 
@@ -208,10 +212,9 @@ def _paragraph(draw: st.DrawFn, newline: str) -> str:
     lines = draw(st.lists(_LINE, min_size=1, max_size=4))
     out = first + lines[0]
     for line in lines[1:]:
-        # A line may be a lazy continuation: its container's prefix left out, in part or all.
-        # (Not with a tab: markdown-it expands one that crosses the container's indentation,
-        # and such a line is kept untranslated, as before.)
-        prefix = draw(st.sampled_from(sorted({rest, rest[:1], ""})))
+        # A line may be a lazy continuation: its container's prefix left out, in part or all,
+        # or a tab in its place (which markdown-it expands across the container's indentation).
+        prefix = draw(st.sampled_from(sorted({rest, rest[:1], "", "\t", " \t"})))
         indent = draw(_INDENT if prefix == rest else st.sampled_from(["", " "]))
         out += draw(_BEFORE) + newline + prefix + indent + line
     return out + newline
