@@ -90,3 +90,30 @@ async def test_closing_closes_the_source() -> None:
     assert await anext(stream) == b"0;"
     await stream.aclose()  # the client went away
     assert log == ["closed"]
+
+
+async def test_the_first_chunks_reach_the_client_without_a_task_between() -> None:
+    """A chunk the source has ready is the client's without a turn of the loop: callbacks
+    already waiting for the loop (other streams' work) have not run when it arrives."""
+
+    async def ready() -> AsyncIterator[bytes]:
+        for i in range(3):
+            yield f"{i};".encode()
+
+    stream = paced(ready(), 0.05)
+    loop = asyncio.get_running_loop()
+    for expected in (b"0;", b"1;"):
+        waiting: list[int] = []
+        loop.call_soon(waiting.append, 1)
+        assert await anext(stream) == expected
+        assert waiting == []
+        await asyncio.sleep(0)
+    assert await anext(stream) == b"2;"  # then through the pump, paced
+    await stream.aclose()
+
+
+async def test_a_source_shorter_than_the_immediate_chunks_ends_the_stream() -> None:
+    log: list[str] = []
+    messages = await _collect(paced(_timed([0.0], log), 0.05))
+    assert [m for _, m in messages] == [b"0;"]
+    assert log == ["closed"]
