@@ -8,10 +8,10 @@ bench/pathcost: ~0.5 ms of replica CPU and ~0.6 ms of proxy CPU per token) satur
 processes: every stream's first token then waited behind the others' tokens.
 
 ``paced`` sends the first ``immediate`` chunks the moment they come, read straight from the
-source (the stream's opening event and its first text: time to first token is untouched), then at most one message per
-``interval_s`` holding every chunk that came meanwhile, and the last one as soon as the
-stream ends. Chunks are joined, never changed: a client reads the same events, a few at a
-time. ``interval_s`` 0 sends every chunk on its own.
+source (the stream's opening event and its first text: time to first token is untouched),
+then at most one message per ``interval_s`` holding every chunk that came meanwhile, and the
+last one as soon as the stream ends. Chunks are joined, never changed: a client reads the
+same events, a few at a time. ``interval_s`` 0 sends every chunk on its own.
 """
 
 from __future__ import annotations

@@ -126,6 +126,7 @@ def test_ray_env_exports_only_the_ray_serve_settings(tmp_path: Path) -> None:
     assert ray_env(config, haproxy="/h") == {
         "RAY_SERVE_ENABLE_HA_PROXY": "1",  # the config's own
         "RAY_SERVE_HAPROXY_BINARY_PATH": "/h",  # the HAProxy Ray runs (tools/haproxy.py)
+        "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",  # the config's own
         "RAY_SERVE_THROUGHPUT_OPTIMIZED": "1",
         **PROXY_ENV,
     }
@@ -139,10 +140,11 @@ def test_the_configs_turn_ray_serves_haproxy_ingress_on_and_nothing_else(name: s
     from serve_app.tools.launcher import load_serve_config, ray_env
 
     # with its HAProxy, and the header cleaning of Ray's proxy (serving/proxy_headers.py), which
-    # is still HAProxy's fallback while no replica is up
+    # is still HAProxy's fallback while no replica is up; user code on the replica's own loop
     expected = {
         "RAY_SERVE_ENABLE_HA_PROXY": "1",
         "RAY_SERVE_HAPROXY_BINARY_PATH": "/h",
+        "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
         **PROXY_ENV,
     }
     assert ray_env(load_serve_config(ROOT / name), haproxy="/h") == expected
