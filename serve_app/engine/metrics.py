@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections import deque
 from functools import partial
@@ -108,7 +109,7 @@ class EngineMetricBuffer:
     def flush(self) -> None:
         """Sends every buffered value to Ray's metrics API now."""
         self._take()
-        self._send(None)
+        self._send()
 
     def _take(self) -> None:
         """Every written metric's state: gauges and counters sent (one call each), the
@@ -137,19 +138,17 @@ class EngineMetricBuffer:
         if self._sending:
             asyncio.get_running_loop().call_soon(self._send_chunk)
 
-    def _send(self, limit: int | None) -> bool:
-        """Observes up to ``limit`` (None: all) queued histogram values; whether some are
-        left."""
-        budget = limit
-        while self._outbox and (budget is None or budget > 0):
+    def _send(self, budget: float = math.inf) -> bool:
+        """Observes up to ``budget`` (by default all) queued histogram values; whether some
+        are left."""
+        while self._outbox and budget > 0:
             histogram, values, sent = self._outbox[0]
-            end = len(values) if budget is None else min(len(values), sent + budget)
+            end = len(values) if sent + budget >= len(values) else sent + int(budget)
             if end == len(values):
                 self._outbox.popleft()
             else:
                 self._outbox[0] = (histogram, values, end)
-            if budget is not None:
-                budget -= end - sent
+            budget -= end - sent
             try:
                 observe_all(histogram.metric, values[sent:end], histogram._tags)
             except Exception:  # one bad series must not stop the others or the loop
