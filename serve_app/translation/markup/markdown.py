@@ -13,8 +13,10 @@ Line breaks are matched on the source's own spelling, not markdown-it's: its ``n
 ``escape`` rules leave a soft break's one trailing space, a hard break's spaces and the next
 line's indentation out of every token, and it reads CRLF and CR as LF. A soft break is text:
 its spaces and indentation shown as they are, a CRLF or CR shown as LF (a translation's line
-breaks are written as the document's first line end). A hard break is one placeholder, the
-next line's indentation with it.
+breaks are written as its inline's first line end, so a document of mixed line ends keeps
+each paragraph's). A hard break is one placeholder, the next line's indentation with it.
+Escapes and entities are written back per inline too: a ``\\*`` in one paragraph does not
+escape a translation's ``*`` in another.
 
 Each line after an inline's first is behind its containers' prefix (``> ``, a list item's
 indentation), left out of the segment and written after each of a translation's line breaks.
@@ -70,6 +72,18 @@ def _shows_address(tokens: Sequence[Token], at: int) -> bool:
             break
         text.append(tok.content if tok.type == "text" else " ")
     return atoms.shows_address("".join(text), str(link.attrs.get("href") or ""))
+
+
+def _spelled(table: dict[str, str]) -> Callable[[str], str]:
+    """Writes a translation's text with ``table``'s spellings (one inline's, filled while it
+    is read): its line ends (any of LF, CRLF, CR in the answer) as the inline's own."""
+
+    def escape(text: str) -> str:
+        if "\r" in text:
+            text = LINE_END.sub("\n", text)
+        return "".join(table.get(c, c) for c in text) if any(c in table for c in text) else text
+
+    return escape
 
 
 class _Inline:
@@ -287,19 +301,19 @@ class _Reader:
         self.source = source
         self.starts = [0]
         self.starts.extend(m.end() for m in LINE_END.finditer(source))
-        # A translation's line breaks are written as the document's first line end.
         first_end = LINE_END.search(source)
-        eol = first_end.group(0) if first_end else "\n"
-        self.spellings: dict[str, str] = {} if eol == "\n" else {"\n": eol}
+        self.eol = first_end.group(0) if first_end else "\n"
         # Not watch_pending: an inline that cannot be matched drops what it collected.
-        self.builder = Builder(self._escape, budget)
+        self.builder = Builder(budget=budget)
         self.at = 0
 
-    def _escape(self, text: str) -> str:
-        table = self.spellings
-        if "\n" in table and "\r" in text:
-            text = LINE_END.sub("\n", text)  # spelled as the document's line ends below
-        return "".join(table.get(c, c) for c in text) if any(c in table for c in text) else text
+    def spellings_at(self, first: int) -> dict[str, str]:
+        """The spellings of a translation of the inline starting at ``first``: its line
+        breaks as that inline's first line end (the document's first for an inline on the
+        last, unended line), then the characters it spelled as escapes or entities."""
+        end = LINE_END.search(self.source, first)
+        eol = end.group(0) if end else self.eol
+        return {} if eol == "\n" else {"\n": eol}
 
     def read(self) -> Document:
         env: dict[str, object] = {}
@@ -318,8 +332,10 @@ class _Reader:
             return  # copied untranslated with the rest of the source
         first, end, prefix, content, source_prefixes = found
         self.builder.verbatim(self.source[self.at : first])
+        spellings = self.spellings_at(first)
+        self.builder.escape = _spelled(spellings)  # read by this inline's segment
         try:
-            _Inline(content, self.builder, self.spellings).run(tok.children or [])
+            _Inline(content, self.builder, spellings).run(tok.children or [])
         except (_Misaligned, IndexError):
             self.builder.discard()
             self.builder.verbatim(self.source[first:end])

@@ -134,6 +134,26 @@ def test_crlf_in_the_answer_is_not_doubled() -> None:
     assert doc.rebuild([segment.restore("eins zwei\r\ndrei") or ""]) == "eins zwei\r\ndrei\r\n"
 
 
+def test_each_paragraph_keeps_its_own_line_ends() -> None:
+    # Mixed documents (a CRLF file edited with an LF editor): a translation's line breaks
+    # are its paragraph's, not the document's first.
+    source = "one two\nthree\n\nfour five\r\nsix\r\n\n> seven\r> eight\r"
+    doc = parse("markdown", source)
+    answers = ["eins zwei\ndrei", "vier fünf\r\nsechs", "sieben\neins"]
+    restored = [seg.restore(a) or "" for seg, a in zip(doc.segments, answers, strict=True)]
+    assert doc.rebuild(restored) == (
+        "eins zwei\ndrei\n\nvier fünf\r\nsechs\r\n\n> sieben\r> eins\r"
+    )
+
+
+def test_an_escape_is_kept_in_its_own_paragraph_only() -> None:
+    doc = parse("markdown", "a \\* star\n\nplain words\n")
+    starred, plain = doc.segments
+    assert starred.source() == "a * star"
+    out = [starred.restore("ein * Stern") or "", plain.restore("2 * 3 Wörter") or ""]
+    assert doc.rebuild(out) == "ein \\* Stern\n\n2 * 3 Wörter\n"
+
+
 _REPARSE = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
 
