@@ -4,11 +4,14 @@ Each ``bench/gpu/headtohead.sh`` call writes one ``journey.json`` whose ratios a
 system named over the others: ``ray_serve`` first in one order, ``vllm_serve`` first in the
 other. Issue 18 asks for both orders read the same way, this project over the peer, with the
 median and range of the per-round ratios, per order and over all rounds. This reads the calls'
-folders and writes that as ``ratios.json`` (and prints a markdown table of the rounds):
+folders and writes that as ``ratios.json`` and ``ratios.png`` (each round's ratios, a column
+per call) and prints a markdown table of the rounds:
 
     python -m bench.h2h_ratios OUT_DIR RUN_DIR [RUN_DIR ...]
 
-Each ``RUN_DIR`` holds a ``journey.json``; its folder name labels it in the output.
+Each ``RUN_DIR`` holds a ``journey.json``; its folder name labels it in the output. A control
+call (``headtohead.sh control``: two ``vllm serve`` up at once) is read with ``--ours
+vllm_serve``: the first server over its twin, the yardstick the ratios are judged against.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import json
 import statistics
 from pathlib import Path
 from typing import Any
+
+from bench import report
 
 OURS = "ray_serve"
 METRICS = ("rps_ratio", "p95_ratio", "ttft_p50_ratio", "ttft_p95_ratio")
@@ -73,17 +78,18 @@ def medians(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def run_ratios(journey: dict[str, Any]) -> dict[str, Any]:
-    """One call's rounds, this project over its peer whichever started first."""
+def run_ratios(journey: dict[str, Any], ours: str = OURS) -> dict[str, Any]:
+    """One call's rounds, ``ours`` over its peer whichever started first."""
     h2h = journey["head_to_head"]
     systems = h2h["systems"]
-    if OURS not in systems or len(systems) != 2:
-        raise ValueError(f"expected {OURS} and one peer, got {systems}")
-    peer = next(s for s in systems if s != OURS)
-    rows = [round_ratios(i, r[OURS], r[peer]) for i, r in enumerate(h2h["rounds"], start=1)]
+    if ours not in systems or len(systems) != 2:
+        raise ValueError(f"expected {ours} and one peer, got {systems}")
+    peer = next(s for s in systems if s != ours)
+    rows = [round_ratios(i, r[ours], r[peer]) for i, r in enumerate(h2h["rounds"], start=1)]
     return {
         "machine": journey.get("machine"),
         "systems_in_start_order": systems,
+        "ours": ours,
         "peer": peer,
         "design": h2h.get("design"),
         "requests_per_run": h2h.get("requests_per_run"),
@@ -92,9 +98,11 @@ def run_ratios(journey: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def collect(run_dirs: list[Path]) -> dict[str, Any]:
+def collect(run_dirs: list[Path], ours: str = OURS) -> dict[str, Any]:
     """Every call's ratios, and the spread over all their rounds."""
-    runs = {d.name: run_ratios(json.loads((d / "journey.json").read_text())) for d in run_dirs}
+    runs = {
+        d.name: run_ratios(json.loads((d / "journey.json").read_text()), ours) for d in run_dirs
+    }
     every = [row for run in runs.values() for row in run["rounds"]]
     return {"runs": runs, "all_rounds": medians(every)}
 
@@ -141,10 +149,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("runs", type=Path, nargs="+")
+    parser.add_argument("--ours", default=OURS, help="the system read over its peer")
     args = parser.parse_args()
-    result = collect(args.runs)
+    result = collect(args.runs, args.ours)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ratios.json").write_text(json.dumps(result, indent=1) + "\n")
+    machines = sorted({str(run["machine"]) for run in result["runs"].values()})
+    title = f"{args.ours} / peer per round, {', '.join(machines)}"
+    report.plot_ratios(result, METRICS, args.out / "ratios.png", title)
     print(markdown(result), end="")
 
 

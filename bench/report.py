@@ -122,6 +122,31 @@ def plot_head_to_head(h2h: dict[str, Any], path: Path, title: str) -> None:
     _plot_grouped_bars(path, title, groups, series, figsize=(11, 4), tick_style={})
 
 
+def plot_ratios(result: dict[str, Any], metrics: Sequence[str], path: Path, title: str) -> None:
+    """Each round's ratio per metric, a column per call, the median marked; 1.0 is parity.
+
+    ``result`` is ``bench.h2h_ratios``' (``runs`` of ``rounds`` and ``medians``).
+    """
+    plt = _pyplot()
+    runs = result["runs"]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 3.8), squeeze=False)
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        for x, run in enumerate(runs.values()):
+            values = [r[metric] for r in run["rounds"] if r.get(metric) is not None]
+            ax.scatter([x] * len(values), values, color="tab:blue", alpha=0.7, s=22)
+            median = run["medians"].get(metric)
+            if median:
+                ax.scatter([x], [median["median"]], marker="_", s=500, color="tab:red")
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        ax.set_xticks(range(len(runs)), list(runs), fontsize=8, rotation=20)
+        ax.set_xlim(-0.6, len(runs) - 0.4)
+        ax.set_title(metric, fontsize=10)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def plot_sweep(points: Sequence[dict[str, Any]], path: Path, title: str) -> None:
     """RPS and p95 latency against max_num_seqs (log2 axis)."""
     plt = _pyplot()

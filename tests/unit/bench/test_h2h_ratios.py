@@ -65,6 +65,17 @@ def test_a_run_without_this_project_is_refused(tmp_path: Path) -> None:
         h2h_ratios.collect([control])
 
 
+def test_a_control_run_reads_the_first_server_over_its_twin(tmp_path: Path) -> None:
+    control = _write(tmp_path, "control", _journey(
+        ["vllm_serve", "vllm_serve@2"], [(_side(50, 1.0, 0.036), _side(40, 1.0, 0.040))]
+    ))  # fmt: skip
+    result = h2h_ratios.collect([control], ours="vllm_serve")
+    run = result["runs"]["control"]
+    assert (run["ours"], run["peer"]) == ("vllm_serve", "vllm_serve@2")
+    assert run["rounds"][0]["rps_ratio"] == 1.25
+    assert run["rounds"][0]["ttft_p50_ratio"] == 0.9
+
+
 def test_the_command_writes_ratios_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     run = _write(tmp_path, "r", _journey(
@@ -74,4 +85,5 @@ def test_the_command_writes_ratios_json(tmp_path: Path, monkeypatch: pytest.Monk
     h2h_ratios.main()
     saved = json.loads((tmp_path / "out" / "ratios.json").read_text())
     assert saved["runs"]["r"]["rounds"][0]["rps_ratio"] == 1.2
+    assert (tmp_path / "out" / "ratios.png").stat().st_size > 10_000
     assert "| r | 1 | 60 | 50 | 1.2 | 1.0 |" in capsys.readouterr().out
