@@ -40,7 +40,7 @@ from typing import Any
 from bench.cpu_profile import ray_metrics_urls
 from bench.journey import context, machine
 from bench.loadgen import run
-from bench.ramp_load import Users, drive, fresh_bodies
+from bench.ramp_load import Users, drive, fresh_bodies, loop_time
 from bench.ramp_probe import dashboard_url, record
 from bench.ramp_profile import Stage, build_profile, parse_holds, parse_ints, phases
 from bench.ramp_report import write
@@ -96,7 +96,7 @@ async def ramp(
     log = (ctx.workdir / "ray_serve.log").read_text(errors="replace")
     probes: list[Probe] = []
     async with TranslationClient(url, retry=RETRY, timeout_s=300) as client:
-        users = Users(client, fresh_bodies(items), time.monotonic())
+        users = Users(client, fresh_bodies(items), loop_time())
         probing = record(dashboard_url(log), ray_metrics_urls(), users.start, probes)
         prober = asyncio.create_task(probing)
         try:
@@ -163,7 +163,7 @@ async def main_async(ns: argparse.Namespace, began: float) -> dict[str, Any]:
             await run(target, warmup, concurrency=stages[0].users)
         assert isinstance(target, NativeTarget)  # `ray_serve` is this project's own API
         url = str(target.client.http.base_url)
-        deadline = began + ns.budget_s - RESERVE_S - DRAIN_S / 2
+        deadline = began + ns.budget_s - RESERVE_S - DRAIN_S / 2  # loop_time is monotonic
         measured = await ramp(url, ctx, stages, items, deadline)
         result = assemble(ns, ctx, stages, measured, start_s)
         write(ns.out, result)  # before the stop: a call cut at its limit keeps the files

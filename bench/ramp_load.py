@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,13 @@ from bench.ramp_profile import Stage
 from bench.ramp_timeline import Answer
 from bench.workloads import Item
 from serve_app.client import TranslationClient
+
+
+def loop_time() -> float:
+    """The running loop's clock, which the users and the profile keep: ``time.monotonic()``
+    on asyncio's own loops; a test's virtual clock (looptime), under which the load follows
+    its profile exactly however busy the machine."""
+    return asyncio.get_running_loop().time()
 
 
 def fresh_bodies(items: Sequence[Item]) -> Iterator[dict[str, Any]]:
@@ -34,7 +40,7 @@ def fresh_bodies(items: Sequence[Item]) -> Iterator[dict[str, Any]]:
 
 @dataclass
 class Users:
-    """Closed-loop users sharing ``client``; answers timed from ``start`` (monotonic)."""
+    """Closed-loop users sharing ``client``; answers timed from ``start`` (``loop_time``)."""
 
     client: TranslationClient
     bodies: Iterator[dict[str, Any]]
@@ -70,12 +76,12 @@ class Users:
         while not stop.is_set():
             body = next(self.bodies)
             self.sent += 1
-            sent = time.monotonic()
+            sent = loop_time()
             outcome = await self.client.post("/translate", body)
             self.answers.append(
                 Answer(
                     sent - self.start,
-                    time.monotonic() - self.start,
+                    loop_time() - self.start,
                     outcome.status,
                     outcome.headers.get("x-replica"),
                     outcome.attempts,
@@ -84,12 +90,12 @@ class Users:
 
 
 async def drive(users: Users, stages: list[Stage], deadline: float) -> float:
-    """Offers each stage's users until its end or ``deadline`` (monotonic), whichever comes
+    """Offers each stage's users until its end or ``deadline`` (``loop_time``), whichever comes
     first; returns when the load ended, in seconds since ``users.start``."""
     for stage in stages:
-        now = time.monotonic()
+        now = loop_time()
         if now >= deadline:
             break
         users.set(stage.users)
         await asyncio.sleep(max(0.0, min(users.start + stage.end_s, deadline) - now))
-    return time.monotonic() - users.start
+    return loop_time() - users.start

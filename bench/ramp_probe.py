@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 from pathlib import Path
 
 import httpx
@@ -117,10 +116,12 @@ def engine_queue(sums: dict[str, float]) -> tuple[float | None, float | None]:
 async def record(
     dashboard: str, urls: list[str], start: float, out: list[Probe], period_s: float = 1.0
 ) -> None:
-    """Probes every ``period_s`` into ``out`` until cancelled (times since ``start``,
-    a ``time.monotonic()``); a slow answer delays the next probe, never overlaps it."""
+    """Probes every ``period_s`` into ``out`` until cancelled (times since ``start``, on the
+    running loop's clock, as ``bench.ramp_load.loop_time``); a slow answer delays the next
+    probe, never overlaps it."""
+    loop = asyncio.get_running_loop()
     async with httpx.AsyncClient(timeout=3 * period_s) as client:
         while True:
-            began = time.monotonic()
+            began = loop.time()
             out.append(await probe_once(client, dashboard, urls, began - start))
-            await asyncio.sleep(max(0.0, period_s - (time.monotonic() - began)))
+            await asyncio.sleep(max(0.0, period_s - (loop.time() - began)))

@@ -129,10 +129,14 @@ def test_healthz_stays_fast_while_the_longest_texts_are_planned(served: str) -> 
     # tiers in parallel) the probes alone take 28-92 ms and no code can take that back:
     # planning then measured 258-293 ms, 1.5-2.3 times the control (the same bytes refused
     # before planning). With the tokenizer holding the GIL: 1.3-1.6 s quiet, 3.8 s (20 times
-    # the control) beside a busy core. So: a bar on a quiet machine, four times the control
-    # on a busy one (once the control alone took 166 ms, planning 162 ms); QUIET_BOUND_S.
+    # the control) beside a busy core. So: a bar on a quiet machine, four times the slower
+    # of the two references (idle, control) on a busy one (once the control alone took 166
+    # ms, planning 162 ms), never below the quiet bar: a busy machine's control can catch a
+    # quiet moment (a CI run: idle 72 ms, control 17 ms, planning 86 ms against a bar of
+    # 4 x 17 ms, stricter than the quiet machine's). The bug still reads 4-10 times over.
     quiet = _quiet(idle, control)
-    bound = QUIET_BOUND_S if quiet else 4 * _p99(control)
+    busy_bound = 4 * max(_p99(control), _p99(idle))
+    bound = QUIET_BOUND_S if quiet else max(QUIET_BOUND_S, busy_bound)
     assert _p99(latencies) < bound, (quiet, bound, sorted(latencies)[-5:])
 
 
