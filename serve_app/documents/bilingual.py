@@ -123,9 +123,13 @@ class XliffFormat(DocumentFormat):
 
 
 # printf-style (%s, %(name)s, %1$d) and brace (``{name}``, ``{0:>3}``) placeholders: kept as
-# stand-alone tags, so they come back exactly (msgfmt --check compares them).
+# stand-alone tags, so they come back exactly (msgfmt --check compares them). Linear: a
+# width starts with 1-9 or "*" (a leading "0" is the zero flag; the flags and the width both
+# taking zeros tried every split of a run of them), and a "%(" name ends within 200
+# characters (each "%(" never closed scanned to the end of the file).
 _PLACEHOLDER = re.compile(
-    r"%(?:\([^)]*\)|[0-9]+\$)?[-+ #0]*[0-9*]*(?:\.[0-9*]+)?[hlLqjzt]*[diouxXeEfFgGcrsa%]"
+    r"%(?:\([^)]{0,200}\)|[0-9]+\$)?[-+ #0]*(?:[1-9*][0-9*]*)?(?:\.[0-9*]+)?[hlLqjzt]*"
+    r"[diouxXeEfFgGcrsa%]"
     r"|\{[A-Za-z0-9_.]*(?:![rsa])?(?::[^{}]*)?\}"
 )
 

@@ -26,6 +26,7 @@ holds one is written with the whole prefix on every line (``_Reader.locate``).
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
 from collections.abc import Callable, Sequence
@@ -299,8 +300,13 @@ def _inline_parse(tok: Token, env: dict[str, object]) -> None:
 class _Reader:
     def __init__(self, source: str, budget: Budget | None = None) -> None:
         self.source = source
-        self.starts = [0]
-        self.starts.extend(m.end() for m in LINE_END.finditer(source))
+        ends = list(LINE_END.finditer(source))
+        self.starts = [0, *(m.end() for m in ends)]
+        # Each line end's start and spelling: ``spellings_at`` finds an inline's by bisection
+        # (a search from the inline scanned the rest of its line: quadratic for a table row
+        # of thousands of cells).
+        self.end_starts = [m.start() for m in ends]
+        self.end_spans = [(m.end(), m.group(0)) for m in ends]
         first_end = LINE_END.search(source)
         self.eol = first_end.group(0) if first_end else "\n"
         # Not watch_pending: an inline that cannot be matched drops what it collected.
@@ -311,8 +317,11 @@ class _Reader:
         """The spellings of a translation of the inline starting at ``first``: its line
         breaks as that inline's first line end (the document's first for an inline on the
         last, unended line), then the characters it spelled as escapes or entities."""
-        end = LINE_END.search(self.source, first)
-        eol = end.group(0) if end else self.eol
+        i = bisect.bisect_left(self.end_starts, first)
+        if i > 0 and self.end_spans[i - 1][0] > first:
+            eol = "\n"  # ``first`` inside a CRLF: what a search from it finds
+        else:
+            eol = self.end_spans[i][1] if i < len(self.end_spans) else self.eol
         return {} if eol == "\n" else {"\n": eol}
 
     def read(self) -> Document:

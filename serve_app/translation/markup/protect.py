@@ -14,10 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-# printf conversions; the space flag is left out ("50% of" is prose, not "% o").
+# printf conversions; the space flag is left out ("50% of" is prose, not "% o"). A width
+# starts with 1-9 (a leading "0" is the zero flag): with "\d+" the flags and the width both
+# took a run of zeros and every split was tried, cubic on "%000...".
 _PRINTF = (
-    r"%(?:\d+\$)?[-+0#]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcspn]"
-    r"|%\([A-Za-z_]\w*\)[-+0#]*\d*(?:\.\d+)?[diouxXeEfFgGcrsa]"
+    r"%(?:\d+\$)?[-+0#]*(?:[1-9]\d*|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|t)?"
+    r"[diouxXeEfFgGaAcspn]"
+    r"|%\([A-Za-z_]\w*\)[-+0#]*(?:[1-9]\d*)?(?:\.\d+)?[diouxXeEfFgGcrsa]"
     r"|%%"
 )
 _SIMPLE = re.compile(

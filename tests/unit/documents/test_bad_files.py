@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 import zipfile
 
 import pytest
@@ -152,3 +153,15 @@ def test_crafted_subtitles_get_a_reason(name: str, data: bytes, why: str) -> Non
     not the library's exception's name."""
     with pytest.raises(MalformedDocument, match=why):
         extract(FORMATS[name], data, DocumentLimits())
+
+
+@pytest.mark.parametrize("msgid", ["%" + "0" * 12_000 + "y", "%(" * 40_000])
+def test_a_po_placeholder_lookalike_is_read_in_linear_time(msgid: str) -> None:
+    # The placeholder rule tried every split of a run of zeros between the flags and the
+    # width (12 s for these 12,000 zeros, ~5 min for 100,000), and scanned to the end of the
+    # file for each "%(" never closed: the upload hung in its reading thread for minutes.
+    data = f'msgid ""\nmsgstr ""\n\nmsgid "{msgid}"\nmsgstr ""\n'.encode()
+    start = time.process_time()
+    segments = extract(FORMATS["po"], data, DocumentLimits(max_segment_chars=100_000))
+    assert time.process_time() - start < 1
+    assert [s.text for s in segments] == [msgid]
