@@ -133,7 +133,7 @@ def test_healthz_stays_fast_while_the_longest_texts_are_planned(served: str) -> 
     # of the two references (idle, control) on a busy one (once the control alone took 166
     # ms, planning 162 ms), never below the quiet bar: a busy machine's control can catch a
     # quiet moment (a CI run: idle 72 ms, control 17 ms, planning 86 ms against a bar of
-    # 4 x 17 ms, stricter than the quiet machine's). The bug still reads 4-10 times over.
+    # 4 x 17 ms, stricter than the quiet machine's). The bug reads 3.5-10 times the busy bar.
     quiet = _quiet(idle, control)
     busy_bound = 4 * max(_p99(control), _p99(idle))
     bound = QUIET_BOUND_S if quiet else max(QUIET_BOUND_S, busy_bound)
