@@ -300,15 +300,13 @@ def _inline_parse(tok: Token, env: dict[str, object]) -> None:
 class _Reader:
     def __init__(self, source: str, budget: Budget | None = None) -> None:
         self.source = source
-        ends = list(LINE_END.finditer(source))
-        self.starts = [0, *(m.end() for m in ends)]
-        # Each line end's start and spelling: ``spellings_at`` finds an inline's by bisection
-        # (a search from the inline scanned the rest of its line: quadratic for a table row
-        # of thousands of cells).
-        self.end_starts = [m.start() for m in ends]
-        self.end_spans = [(m.end(), m.group(0)) for m in ends]
-        first_end = LINE_END.search(source)
-        self.eol = first_end.group(0) if first_end else "\n"
+        # Every line end, once: ``spellings_at`` finds an inline's by bisection (a search from
+        # the inline scanned the rest of its line: quadratic for a table row of thousands of
+        # cells).
+        self.ends = list(LINE_END.finditer(source))
+        self.end_starts = [m.start() for m in self.ends]
+        self.starts = [0, *(m.end() for m in self.ends)]
+        self.eol = self.ends[0].group(0) if self.ends else "\n"
         # Not watch_pending: an inline that cannot be matched drops what it collected.
         self.builder = Builder(budget=budget)
         self.at = 0
@@ -318,10 +316,10 @@ class _Reader:
         breaks as that inline's first line end (the document's first for an inline on the
         last, unended line), then the characters it spelled as escapes or entities."""
         i = bisect.bisect_left(self.end_starts, first)
-        if i > 0 and self.end_spans[i - 1][0] > first:
+        if i > 0 and self.ends[i - 1].end() > first:
             eol = "\n"  # ``first`` inside a CRLF: what a search from it finds
         else:
-            eol = self.end_spans[i][1] if i < len(self.end_spans) else self.eol
+            eol = self.ends[i].group(0) if i < len(self.ends) else self.eol
         return {} if eol == "\n" else {"\n": eol}
 
     def read(self) -> Document:
