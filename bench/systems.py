@@ -21,7 +21,6 @@ import importlib.metadata
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -36,6 +35,7 @@ import httpx
 import yaml
 
 from bench.baselines.ray_serve_llm import READY as RAY_SERVE_LLM_READY
+from bench.process import Process
 from bench.targets import EngineTarget, NativeTarget, OpenAITarget, Target
 from bench.workloads import Item
 from serve_app.core.config import AppConfig
@@ -129,35 +129,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-@dataclass
-class Process:
-    """A server in its own process group, its output in a log file."""
-
-    name: str
-    proc: subprocess.Popen[bytes]
-    log: Path
-    ray: bool = False  # stop the Ray cluster it started as well
-    env: dict[str, str] = field(default_factory=dict)
-
-    def stop(self) -> None:
-        """SIGINT (a Ray driver then shuts down the cluster it started), SIGKILL after 60 s."""
-        if self.proc.poll() is not None:
-            return
-        os.killpg(self.proc.pid, signal.SIGINT)
-        try:
-            self.proc.wait(timeout=60)
-            return
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        if self.ray:  # killed: its Ray processes may be left behind
-            cmd = [sys.executable, "-m", "ray.scripts.scripts", "stop", "--force"]
-            subprocess.run(cmd, env=self.env, capture_output=True, timeout=120)
-
-    def tail(self, n: int = 4000) -> str:
-        return self.log.read_text(errors="replace")[-n:] if self.log.exists() else ""
 
 
 def spawn(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -67,17 +66,16 @@ def _engine_cores() -> list[psutil.Process]:
 
 
 def _stop(proc: subprocess.Popen, env: dict[str, str]) -> None:
-    """Stops `serve run` and the cluster. `ray stop --force` kills the raylet before it has
-    reaped its workers' children: engine cores still alive then outlived the cluster (seen
-    after runs of one module, holding their memory for hours), so they are killed too, and
-    so is the HAProxy of Ray's HAProxy ingress if the cluster left it (its ports)."""
+    """Stops `serve run` and the cluster, at once: a graceful stop waits out the HAProxy
+    ingress's deregistration window (Ray's `RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S`,
+    30 s) for nothing after the module's last test (~35 s a cluster). `ray stop --force` kills
+    the raylet before it has reaped its workers' children: engine cores still alive then
+    outlived the cluster (seen after runs of one module, holding their memory for hours), so
+    they are killed too, and so is the HAProxy of Ray's HAProxy ingress if the cluster left
+    it (its ports)."""
     cores = _engine_cores()
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    proc.kill()
+    proc.wait()
     ray_bin = str(Path(sys.executable).parent / "ray")
     subprocess.run([ray_bin, "stop", "--force"], capture_output=True, env=env, timeout=120)
     for core in cores:

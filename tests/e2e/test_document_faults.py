@@ -44,7 +44,7 @@ from tests.e2e.replicas import (
     wait_for_replicas,
 )
 
-PARAGRAPHS = 300
+PARAGRAPHS = 120  # ~80 s of translation on two replicas: kills land mid-job with room to spare
 LEASE_S = 15
 DONE_TIMEOUT_S = 900
 RECOVERY_TIMEOUT_S = 420

@@ -11,7 +11,6 @@ and after), so it runs before the session's shared cluster starts (tests/conftes
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 import httpx
 import yaml
 
+from bench.process import descendants, kill_tree
 from serve_app.tools.launcher import derive_config
 from tests.conftest import ROOT
 from tests.e2e.conftest import START_TIMEOUT_S, free_port
@@ -56,13 +56,10 @@ def stale_cluster_file(env: dict[str, str]) -> Iterator[str]:
 
 
 def _stop(proc: subprocess.Popen) -> None:
+    """`serve run` and the local Ray it started, with every process below them, at once (a
+    graceful stop waits 30 s for the HAProxy ingress's deregistration window: bench/process.py)."""
     if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        kill_tree(proc, descendants(proc.pid))
 
 
 def _wait_ready(proc: subprocess.Popen, url: str, log: Path) -> None:

@@ -18,11 +18,11 @@ from bench.autotune import pick
 from bench.journey import _ratios, journey_ratios
 from bench.journey import write as write_journey
 from bench.loadgen import closed_loop, open_loop, percentile, run, summarize, timeline
+from bench.process import Process
 from bench.report import markdown_table, write_run
 from bench.systems import (
     RAY_GAVE_UP,
     RAY_SERVE_LLM_READY,
-    Process,
     bench_app_config,
     probe,
     vllm_serve_args,
