@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import psutil
 
+from bench.process import descendants
 from serve_app.client import Outcome, TranslationClient
 
 ITEM = {"text": "Hello world, how are you?", "source_lang": "en", "target_lang": "de"}
@@ -40,12 +41,8 @@ class ReplicaProcess:
 def engine_cores(pid: int) -> list[psutil.Process]:
     """The vLLM engine cores (``VLLM::EngineCore``) among ``pid``'s descendants; none if it
     is gone."""
-    try:
-        children = psutil.Process(pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
     cores = []
-    for child in children:
+    for child in descendants(pid):
         with contextlib.suppress(psutil.Error):  # a child that ended meanwhile
             if "EngineCore" in " ".join(child.cmdline()):
                 cores.append(child)
