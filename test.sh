@@ -2,6 +2,9 @@
 # Runs the checks and the whole test suite: installs into .venv if needed, then ruff, mypy and
 # pytest (unit, integration with the real vLLM engine on the CPU, end-to-end through
 # `serve run`). Extra arguments go to pytest, e.g. `./test.sh -m unit`.
+# Without arguments, two pytest runs go side by side (docs/development.md, "Where CI's
+# minutes go"): the unit and integration tiers (no Ray) beside the end-to-end and benchmark
+# tiers, which spend about half their time waiting on engines and Ray clusters starting.
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
 cd "$root"
@@ -12,4 +15,17 @@ export PATH="$venv/bin:$PATH"
 ruff check serve_app bench tests
 ruff format --check serve_app bench tests
 mypy
-exec python -m pytest "$@"
+if [ $# -gt 0 ]; then
+  exec python -m pytest "$@"
+fi
+log=$(mktemp)
+# Its own --basetemp: two pytest runs must not clean up each other's numbered temp folders.
+python -m pytest -m "not (e2e or bench)" -p no:cacheprovider --basetemp "$(mktemp -d)" \
+  >"$log" 2>&1 &
+beside=$!
+status=0
+python -m pytest -m "e2e or bench" || status=$?
+wait "$beside" || status=$((status ? status : $?))
+echo "---- unit and integration tiers (run beside the above) ----"
+cat "$log"
+exit "$status"
