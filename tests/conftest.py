@@ -3,11 +3,20 @@ bench); unit tests sit in folders that mirror the package's layers."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A run started in the background by a shell (`./test.sh` runs two tiers side by side)
+    # inherits SIGINT ignored, and so would every server a test starts: the tests that stop
+    # one with SIGINT (Ctrl-C, as users do) would wait out their kill timeouts instead.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
