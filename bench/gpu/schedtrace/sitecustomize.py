@@ -35,7 +35,10 @@ TARGET = "vllm.v1.core.sched.scheduler"
 
 
 class _Trace:
-    """Buffered JSON lines, tagged with the benchmark's phase (read at most twice a second)."""
+    """Buffered JSON lines, tagged with the benchmark's phase (read at most twice a second).
+    Written every 512 lines, every 2 s, whenever the scheduler runs dry and at exit: an engine
+    core that outlives its shutdown grace (5 s; a busy CPU makes that likely) is SIGKILLed
+    and never reaches ``atexit``."""
 
     def __init__(self, folder: str) -> None:
         os.makedirs(folder, exist_ok=True)
@@ -43,6 +46,7 @@ class _Trace:
         self.lines: list[str] = []
         self.phase_file = os.environ.get("BENCH_PHASE_FILE")
         self.phase, self.phase_at = "", 0.0
+        self.flushed_at = time.monotonic()
         atexit.register(self.flush)
 
     def current_phase(self, now: float) -> str:
@@ -57,10 +61,15 @@ class _Trace:
 
     def add(self, record: dict[str, Any]) -> None:
         self.lines.append(json.dumps(record, separators=(",", ":")))
-        if len(self.lines) >= 512:
+        if len(self.lines) >= 512 or time.monotonic() - self.flushed_at > 2.0:
+            self.flush()
+
+    def flush_if_idle(self, scheduler: Any) -> None:
+        if not scheduler.running and not _waiting(scheduler):
             self.flush()
 
     def flush(self) -> None:
+        self.flushed_at = time.monotonic()
         if self.lines:
             with open(self.path, "a") as f:
                 f.write("\n".join(self.lines) + "\n")
@@ -164,6 +173,7 @@ def _patch(module: Any, trace: _Trace) -> None:
         r0 = len(self.running)
         out = update(self, *args, **kwargs)
         trace.add({"e": "u", "t": round(time.time(), 4), "r0": r0, "r1": len(self.running)})
+        trace.flush_if_idle(self)
         return out
 
     def traced_add(self: Any, request: Any) -> Any:
@@ -189,7 +199,9 @@ def _patch(module: Any, trace: _Trace) -> None:
                 "st": str(request.status).rsplit(".", 1)[-1],
             }
         )
-        return free(self, request, *args, **kwargs)
+        out = free(self, request, *args, **kwargs)
+        trace.flush_if_idle(self)
+        return out
 
     cls.schedule, cls.update_from_output = traced_schedule, traced_update
     cls.add_request, cls._free_request = traced_add, traced_free
