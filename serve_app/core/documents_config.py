@@ -40,6 +40,19 @@ class DocumentsConfig(BaseModel):
         "hyperlinked or commented ranges), counted in a streaming pass before a library "
         "builds an object for each (413 beyond).",
     )
+    reading_threads: int = Field(
+        1,
+        ge=1,
+        description="Uploads one replica reads (parses) at once, in threads beside its event "
+        "loop; reading a file of max_bytes can take a core for a minute (a Markdown file of "
+        "10 MB of paragraphs: ~90 s), so more would take the replica's CPU from live traffic.",
+    )
+    reading_queue: int = Field(
+        8,
+        ge=0,
+        description="Uploads that may wait for a reading thread; one more is refused at once "
+        "with 503 and Retry-After (assembling a translated file waits, never refused).",
+    )
     worker_concurrency: int = Field(
         4,
         ge=0,

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from serve_app.core.aio import ThreadGate
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.core.errors import (
     DeadlineExceeded,
@@ -110,6 +111,7 @@ class DocumentJobs:
         self.config = config
         self.limits = config.limits(max_engine_requests)
         self._assembling: dict[str, asyncio.Lock] = {}
+        self.reading = ThreadGate(config.reading_threads, config.reading_queue, "uploads")
 
     async def submit(
         self, owner: str, upload: Upload, detect: Callable[[list[str]], str] | None = None
@@ -117,7 +119,7 @@ class DocumentJobs:
         """Reads the file (400 if malformed, 413 beyond the limits) and stores the job;
         ``detect`` (segment texts -> language code) fills in a missing source language."""
         fmt = format_for(upload.filename, upload.format)
-        segments, terms = await asyncio.to_thread(_read, fmt, upload, self.limits)
+        segments, terms = await self.reading.run(_read, fmt, upload, self.limits)
         source = upload.source_lang
         if detect is not None and segments:
             source = detect([s.text for s in segments[:200]])
@@ -197,7 +199,8 @@ class DocumentJobs:
         source = await self.store.document_source(None, job.id)
         translations = [t or "" for t in await self.store.segment_translations(job.id)]
         try:
-            out = await asyncio.to_thread(rebuild, FORMATS[job.format], source, translations)
+            fmt = FORMATS[job.format]
+            out = await self.reading.run_unshed(rebuild, fmt, source, translations)
         except ServiceError as exc:
             logger.warning("document %s could not be assembled: %s", job.id, exc.message)
             return await self.store.fail_document(job.id, exc.message)

@@ -5,6 +5,7 @@ LibreTranslate's /translate_file work as their users run them."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import time
 import zipfile
@@ -47,7 +48,12 @@ def served_docs(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
                 "output_tokens_margin": 4,
             },
             "store": {"url": f"sqlite:///{workdir}/store.db"},
-            "documents": {"poll_interval_s": 0.2, "worker_concurrency": 8, "idle_in_flight": 16},
+            "documents": {
+                "poll_interval_s": 0.2,
+                "worker_concurrency": 8,
+                "idle_in_flight": 16,
+                "reading_queue": 1,  # test_uploads_beyond_the_reading_queue_get_a_fast_503
+            },
         },
         runtime_env={"env_vars": {"VLLM_CPU_KVCACHE_SPACE": "1"}},
         deployment={"num_replicas": 1},
@@ -80,6 +86,32 @@ def test_every_format_round_trips_through_the_model(served_docs: str) -> None:
         r = httpx.get(f"{served_docs}/documents/{doc}/result", timeout=60)
         assert r.status_code == 200
         CHECKS[name](SAMPLES[name](), r.content, anything)
+
+
+def test_uploads_beyond_the_reading_queue_get_a_fast_503(served_docs: str) -> None:
+    """Four Markdown files of 150,000 paragraphs at once (each takes the replica's reading
+    thread for seconds before its 413): one is read, one waits, two are refused at once."""
+    data = b"x\n\n" * 150_000
+
+    async def upload(client: httpx.AsyncClient) -> httpx.Response:
+        files = {"file": ("flood.md", data, "text/markdown")}
+        return await client.post("/documents", files=files, data={"target_lang": "de"})
+
+    async def four() -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=served_docs, timeout=300) as client:
+            return list(await asyncio.gather(*(upload(client) for _ in range(4))))
+
+    answers = asyncio.run(four())
+    assert sorted(r.status_code for r in answers) == [413, 413, 503, 503], [
+        r.text[:200] for r in answers
+    ]
+    for r in answers:
+        if r.status_code == 503:
+            assert r.headers["retry-after"] == "5"
+            assert r.json()["error"]["code"] == "overloaded"
+    r = httpx.post(f"{served_docs}/documents", files={"file": ("a.txt", b"Hi.")},
+                   data={"target_lang": "de"}, timeout=60)  # fmt: skip
+    assert r.status_code == 201, r.text
 
 
 def test_malformed_file_is_a_400_through_the_proxy(served_docs: str) -> None:

@@ -4,6 +4,7 @@ DeepL's /v2/document flow, LibreTranslate's /translate_file; shapes, statuses, e
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -150,6 +151,47 @@ async def test_uploads_beyond_the_body_limit_are_accepted_up_to_the_document_lim
         # The larger limit is the upload routes' only.
         r = await setup.client.post("/translate", content=big, headers={"content-type": "x"})
         assert r.status_code == 413
+
+
+async def test_uploads_beyond_the_reading_queue_get_a_fast_503_in_each_apis_shape(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """One upload is read at a time per replica, one more waits; the next is refused at
+    once with Retry-After (a file can take a core for a minute to read), in each API's
+    error shape, and the waiting one is then read and accepted."""
+    from serve_app.documents import jobs
+
+    reading, release = threading.Event(), threading.Event()
+    read = jobs._read
+
+    def slow_read(*args):  # type: ignore[no-untyped-def]
+        reading.set()
+        release.wait(10)
+        return read(*args)
+
+    monkeypatch.setattr(jobs, "_read", slow_read)
+    async for setup in make(tmp_path, keys_env=None, reading_threads=1, reading_queue=1):
+        files = {"file": ("a.txt", b"Hello there.", "text/plain")}
+        form = {"target_lang": "de"}
+        first = asyncio.create_task(setup.client.post("/documents", files=files, data=form))
+        second = asyncio.create_task(setup.client.post("/documents", files=files, data=form))
+        for _ in range(500):
+            if reading.is_set() and setup.documents.jobs.reading.waiting == 1:
+                break
+            await asyncio.sleep(0.01)
+        r = await setup.client.post("/documents", files=files, data=form)
+        assert r.status_code == 503, r.text
+        assert r.headers["retry-after"] == "5"
+        assert r.json()["error"]["code"] == "overloaded"
+        r = await setup.client.post("/v2/document", files=files, data=form, headers=AUTH)
+        assert r.status_code == 503
+        assert "retry" in r.json()["message"]
+        libre = {"source": "en", "target": "de"}
+        r = await setup.client.post("/libretranslate/translate_file", files=files, data=libre)
+        assert r.status_code == 503
+        assert "retry" in r.json()["error"]
+        release.set()
+        assert [(await t).status_code for t in (first, second)] == [201, 201]
 
 
 # -- DeepL -------------------------------------------------------------------------------
