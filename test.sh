@@ -18,9 +18,11 @@ mypy
 if [ $# -gt 0 ]; then
   exec python -m pytest "$@"
 fi
-log=$(mktemp)
+beside_dir=$(mktemp -d)
+trap 'rm -rf "$beside_dir"' EXIT
+log=$beside_dir/unit.log
 # Its own --basetemp: two pytest runs must not clean up each other's numbered temp folders.
-python -m pytest -m "not (e2e or bench)" -p no:cacheprovider --basetemp "$(mktemp -d)" \
+python -m pytest -m "not (e2e or bench)" -p no:cacheprovider --basetemp "$beside_dir/tmp" \
   >"$log" 2>&1 &
 beside=$!
 status=0
