@@ -12,6 +12,8 @@ import pytest
 
 from bench.schedtrace import load, report
 
+pytestmark = pytest.mark.no_ray  # ./test.sh runs it beside the e2e tier
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import asyncio, sys

@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.no_ray  # ./test.sh runs it beside the e2e tier
 
 
 def test_stream_interval_cuts_the_events_of_a_stream(tiny_model_dir: Path, tmp_path: Path) -> None:

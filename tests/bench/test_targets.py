@@ -6,9 +6,12 @@ import asyncio
 import json
 
 import httpx
+import pytest
 
 from bench.targets import NativeTarget, Sample
 from bench.workloads import Item
+
+pytestmark = pytest.mark.no_ray  # ./test.sh runs it beside the e2e tier
 
 
 def _events(*events: tuple[str, dict]) -> bytes:

@@ -89,6 +89,15 @@ def _ray(*args: str, env: dict[str, str]) -> None:
     subprocess.run([ray_bin, *args], check=True, capture_output=True, env=env, timeout=180)
 
 
+def own_store(config: dict, workdir: Path) -> dict:
+    """``config`` with a store of its own under ``workdir`` unless it names one: the default
+    (``~/.serve_app/store.db``) is the user's, and its unfinished document jobs (uploads to
+    the demo) were picked up by a test cluster and translated for minutes beside the tests."""
+    args = config["applications"][0]["args"]
+    args.setdefault("store", {"url": f"sqlite:///{workdir}/store.db"})
+    return config
+
+
 @dataclass(frozen=True)
 class Cluster:
     url: str
@@ -141,7 +150,7 @@ def serve_cluster(
     """A fresh Ray head (2 CPUs; `ray stop --force` before and after) and `serve run` of
     ``config`` on it; yields the HTTP URL once ``replicas`` replicas answer."""
     path = workdir / "serve_config.e2e.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.write_text(yaml.safe_dump(own_store(config, workdir), sort_keys=False))
     env = {
         **os.environ,
         **ray_env(config),  # the proxy's header cleaning (serving/proxy_headers.py)

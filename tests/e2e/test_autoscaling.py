@@ -13,6 +13,7 @@ e2e tests: its cluster (`ray stop --force` at both ends) is gone before the shar
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import sys
@@ -69,6 +70,7 @@ PUSH_ENV = {
 class ScalingCluster:
     url: str
     dashboard: str
+    config: dict  # as deployed, with its own store (conftest.own_store)
 
 
 def _config(tiny_model_dir: Path, port: int) -> dict:
@@ -101,7 +103,7 @@ def scaling_cluster(
     ray_args = [f"--port={gcs_port}", f"--dashboard-port={dash_port}"]
     config = _config(tiny_model_dir, port)
     with serve_cluster(config, workdir, replicas=1, ray_args=ray_args, extra_env=PUSH_ENV) as url:
-        yield ScalingCluster(url, f"http://127.0.0.1:{dash_port}")
+        yield ScalingCluster(url, f"http://127.0.0.1:{dash_port}", config)
 
 
 def _dashboard_headers() -> dict[str, str]:
@@ -289,6 +291,19 @@ async def _steady_load(client: httpx.AsyncClient, url: str, stop: asyncio.Event)
     return statuses
 
 
+async def _old_replica_gone(client: httpx.AsyncClient, cluster: ScalingCluster) -> None:
+    """Waits until the old replica has drained and stopped: its graceful shutdown timeout, then
+    its engine's shutdown and Ray's kill, with room for a busy 2-core machine (CI once took
+    longer than 60 s here while another test run shared the cores)."""
+    deployment = cluster.config["applications"][0]["deployments"][0]
+    deadline = time.monotonic() + deployment["graceful_shutdown_timeout_s"] + 120
+    states = await replica_states(client, cluster.dashboard)
+    while states != ["RUNNING"]:
+        assert time.monotonic() < deadline, f"the old replica never stopped: {states}"
+        await asyncio.sleep(1)
+        states = await replica_states(client, cluster.dashboard)
+
+
 async def _in_flight_across_redeploy(cluster: ScalingCluster, config_path: Path) -> dict:
     """Steady traffic while `serve deploy` rolls out a changed config: the old replica stops
     taking requests, finishes those it has (graceful shutdown), the new one takes over."""
@@ -303,9 +318,7 @@ async def _in_flight_across_redeploy(cluster: ScalingCluster, config_path: Path)
         async with asyncio.timeout(120):
             assert await deploy.wait() == 0
         new = await wait_for_replicas(cluster.url, 1, old, timeout_s=300)
-        async with asyncio.timeout(60):
-            while await replica_states(client, cluster.dashboard) != ["RUNNING"]:
-                await asyncio.sleep(1)  # until the old replica has drained and stopped
+        await _old_replica_gone(client, cluster)
         stop.set()
         async with asyncio.timeout(300):
             statuses = await load
@@ -318,9 +331,9 @@ async def _in_flight_across_redeploy(cluster: ScalingCluster, config_path: Path)
 
 
 def test_redeploy_with_changed_config_drops_nothing(
-    scaling_cluster: ScalingCluster, tiny_model_dir: Path, tmp_path: Path
+    scaling_cluster: ScalingCluster, tmp_path: Path
 ) -> None:
-    config = _config(tiny_model_dir, int(scaling_cluster.url.rsplit(":", 1)[1]))
+    config = copy.deepcopy(scaling_cluster.config)
     config["applications"][0]["args"]["limits"]["retry_after_s"] = 2  # a new replica version
     path = tmp_path / "serve_config.changed.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))

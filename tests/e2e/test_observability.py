@@ -113,6 +113,9 @@ def test_engine_metrics_per_replica(cluster: Cluster) -> None:
     assert "ray_translator_queue_wait_seconds_bucket" in histograms
 
 
+ENGINE_GAUGES = ("ray_vllm_num_requests_running", "ray_vllm_num_requests_waiting")
+
+
 def settled(url: str, names: tuple[str, ...], quiet_s: float = 12) -> Samples:
     """A scrape once the earlier tests' engine work has all been exported: the totals of
     ``names`` unchanged over longer than a buffer flush (1 s) and Ray's report period (10 s)."""
@@ -121,9 +124,14 @@ def settled(url: str, names: tuple[str, ...], quiet_s: float = 12) -> Samples:
     while True:
         time.sleep(quiet_s)
         now = scrape(url)
-        if all(total(now, n) == total(last, n) for n in names):
+        changed = {n: (total(last, n), total(now, n)) for n in names}
+        changed = {n: pair for n, pair in changed.items() if pair[0] != pair[1]}
+        if not changed:
             return now
-        assert time.monotonic() < deadline, "vLLM's metrics kept changing with no traffic"
+        engines = {g: total(now, g) for g in ENGINE_GAUGES}
+        assert time.monotonic() < deadline, (
+            f"vLLM's metrics kept changing with no traffic: {changed}; engines now {engines}"
+        )
         last = now
 
 
