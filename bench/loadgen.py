@@ -147,6 +147,20 @@ def summarize(samples: Sequence[Sample], wall_s: float) -> dict[str, Any]:
         "output_tokens_per_s": round(sum(s.output_tokens for s in ok) / wall_s, 1),
         "retried_requests": sum(1 for s in samples if s.attempts > 1),
         "max_attempts": max((s.attempts for s in samples), default=0),
+        "by_replica": by_replica(ok),
+    }
+
+
+def by_replica(ok: Sequence[Sample]) -> dict[str, dict[str, Any]]:
+    """Answers and mean latency per replica that answered (X-Replica; empty for a server
+    that names none): how evenly the ingress spread the load over replicas."""
+    groups: dict[str, list[float]] = {}
+    for s in ok:
+        if s.replica is not None:
+            groups.setdefault(s.replica, []).append(s.latency_s)
+    return {
+        name: {"ok": len(lat), "mean_s": round(sum(lat) / len(lat), 4)}
+        for name, lat in sorted(groups.items())
     }
 
 

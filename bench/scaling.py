@@ -7,6 +7,8 @@
 On a fresh GPU machine both replica counts do not fit one 10-minute device call (the first
 start unpacks and compiles): run ``--replicas 1``, then ``--replicas 2 --append``, which keeps
 the replica counts already in DIR/scaling.json and writes the ratio once both are there.
+``--replicas 1,2,1,2`` alternates the counts (each started anew), so that a drift of the
+machine weighs on both; the rounds of a count measured more than once are pooled.
 
 Each replica count is served by ``serve run`` (Ray's proxy in front), offered
 --concurrency-per-replica users per replica on the variable workload, --rounds times. Reports
@@ -19,7 +21,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import statistics
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,26 +56,46 @@ async def one(ctx: BenchContext, replicas: int, ns: argparse.Namespace) -> dict[
     return {"replicas": replicas, "users": users, "runs": runs, "gpu_memory_used_mib": memory}
 
 
-def earlier(out: Path, append: bool) -> list[dict[str, Any]]:
-    """The replica counts of an earlier part in ``out`` (``--append``), else none."""
+def earlier(out: Path, append: bool) -> tuple[list[dict[str, Any]], list[int]]:
+    """The replica counts of an earlier part in ``out`` (``--append``) and the order they were
+    measured in, else none."""
     path = out / "scaling.json"
     if not append or not path.exists():
-        return []
-    return list(json.loads(path.read_text())["results"])
+        return [], []
+    data = json.loads(path.read_text())
+    results = list(data["results"])
+    return results, list(data.get("order", [r["replicas"] for r in results]))
 
 
 def assemble(
-    machine_name: str, engine: dict[str, Any], results: list[dict[str, Any]]
+    machine_name: str,
+    engine: dict[str, Any],
+    new: list[dict[str, Any]],
+    earlier: Sequence[dict[str, Any]] = (),
+    earlier_order: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """The report of every replica count measured, by count (a count measured again replaces
-    the earlier one); the ratio once 1 and 2 replicas are both there."""
-    by_count = {r["replicas"]: r for r in results}
+    """The report of every replica count measured, by count: a count measured again (``1,2,1,2``
+    or ``--append``) adds its rounds to the earlier ones, so alternated counts share the
+    machine's drift; ``order`` keeps the counts as they were measured (``earlier``, read back
+    from an earlier part, is already pooled: ``earlier_order`` is its order). The ratio of
+    the median RPS once 1 and 2 replicas are both there."""
+    by_count: dict[int, dict[str, Any]] = {}
+    for r in [*earlier, *new]:
+        n = r["replicas"]
+        if n in by_count:
+            merged = by_count[n]
+            merged["runs"] = merged["runs"] + r["runs"]
+            merged["gpu_memory_used_mib"] = r["gpu_memory_used_mib"]
+        else:
+            by_count[n] = dict(r)
+    order = [*earlier_order, *(r["replicas"] for r in new)]
     ordered = [by_count[n] for n in sorted(by_count)]
     rps = {r["replicas"]: statistics.median(x["rps"] for x in r["runs"]) for r in ordered}
     ratio = round(rps[2] / rps[1], 3) if rps.get(1) and 2 in rps else None
     return {
         "machine": machine_name,
         "settings": {"engine": engine},
+        "order": order,
         "results": ordered,
         "median_rps": rps,
         "scaling_ratio": ratio,
@@ -80,11 +105,11 @@ def assemble(
 async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
     ns.systems, ns.replicas, ns.ray_serve_llm_pythonpath = "ray_serve", 1, None
     ns.stream = False
-    before = earlier(ns.out, ns.append)
+    before, before_order = earlier(ns.out, ns.append)
     ctx = context(ns)
     results = [await one(ctx, n, ns) for n in ns.replica_counts]
     engine = json.loads(ctx.config.engine.model_dump_json())
-    return assemble(machine(), engine, before + results)
+    return assemble(machine(), engine, results, before, before_order)
 
 
 def write(out: Path, result: dict[str, Any]) -> None:
@@ -105,7 +130,15 @@ def write(out: Path, result: dict[str, Any]) -> None:
         f"**{ratio}** (2.0 = linear)" if ratio is not None else "not yet (1 and 2 replicas needed)"
     )
     lines += ["", f"Scaling ratio RPS(2)/RPS(1): {said}", ""]
-    lines += ["GPU memory in use (MiB per GPU, nvidia-smi, replicas up):", ""]
+    lines += ["Answers per replica, each round (X-Replica: answers, mean latency):", ""]
+    for r in result["results"]:
+        for i, measured in enumerate(r["runs"], 1):
+            spread = ", ".join(
+                f"{name[-8:]} {v['ok']} / {v['mean_s']:.3f} s"
+                for name, v in measured.get("by_replica", {}).items()
+            )
+            lines.append(f"- {r['replicas']} replica(s), round {i}: {spread or 'not named'}")
+    lines += ["", "GPU memory in use (MiB per GPU, nvidia-smi, replicas up):", ""]
     for r in result["results"]:
         lines.append(f"- {r['replicas']} replica(s): {r['gpu_memory_used_mib']}")
     (out / "scaling.md").write_text("\n".join(lines) + "\n")
@@ -114,7 +147,7 @@ def write(out: Path, result: dict[str, Any]) -> None:
 def replica_counts(text: str) -> list[int]:
     counts = [int(part) for part in text.split(",")]
     if not counts or any(n not in (1, 2) for n in counts):
-        raise argparse.ArgumentTypeError("replica counts are 1, 2 or 1,2")
+        raise argparse.ArgumentTypeError("replica counts are 1 or 2, e.g. 1,2 or 1,2,1,2")
     return counts
 
 
@@ -135,6 +168,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     ns = parser().parse_args()
+    # SIGTERM (a time limit) unwinds like Ctrl-C, so the started `serve run` is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     result = asyncio.run(main_async(ns))
     write(ns.out, result)
     print((ns.out / "scaling.md").read_text())

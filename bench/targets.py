@@ -45,6 +45,7 @@ class Sample:
     # Streamed requests: time to the first event of any kind (this project's ``start``,
     # sent before the engine is asked; `vllm serve`'s role chunk, sent with the first token).
     first_event_s: float | None = None
+    replica: str | None = None  # this project's X-Replica: which replica answered
 
     @property
     def ok(self) -> bool:
@@ -74,7 +75,14 @@ class _HttpTarget:
         if outcome.ok and isinstance(outcome.body, dict):
             u = outcome.body.get("usage") or {}
             tokens = (int(u.get(usage[0], 0)), int(u.get(usage[1], 0)))
-        return Sample(start, outcome.latency_s, outcome.status, *tokens, outcome.attempts)
+        return Sample(
+            start,
+            outcome.latency_s,
+            outcome.status,
+            *tokens,
+            outcome.attempts,
+            replica=outcome.headers.get("x-replica"),
+        )
 
     async def _stream_sse(self, path: str, body: dict[str, Any], events: _EventReader) -> Sample:
         """One streamed request: ``events`` reads each ``(event name, data)`` and keeps the

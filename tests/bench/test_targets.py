@@ -8,6 +8,7 @@ import json
 import httpx
 import pytest
 
+from bench.loadgen import summarize
 from bench.targets import NativeTarget, Sample
 from bench.workloads import Item
 
@@ -78,3 +79,32 @@ def test_the_openai_peer_is_asked_this_projects_sampling() -> None:
         == 0.0
     )
     asyncio.run(target.aclose())
+
+
+def test_answers_are_counted_per_replica() -> None:
+    """Whole answers keep the X-Replica that answered; the summary splits answers and mean
+    latency by it (how evenly the ingress spread the load in bench.scaling)."""
+    names = iter(["replica-a", "replica-b", "replica-a"])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/translate"
+        body = {"translation": "Hallo", "usage": {"input_tokens": 4, "output_tokens": 2}}
+        return httpx.Response(200, json=body, headers={"X-Replica": next(names)})
+
+    async def go() -> list[Sample]:
+        target = NativeTarget("native", "http://test")
+        target.client._http = httpx.AsyncClient(
+            transport=httpx.MockTransport(handler), base_url="http://test"
+        )
+        try:
+            return [await target.send(Item("Hello", "en", "de", 2, 3)) for _ in range(3)]
+        finally:
+            await target.aclose()
+
+    samples = asyncio.run(go())
+    assert [s.replica for s in samples] == ["replica-a", "replica-b", "replica-a"]
+    split = summarize(samples, wall_s=1.0)["by_replica"]
+    assert {k: v["ok"] for k, v in split.items()} == {"replica-a": 2, "replica-b": 1}
+    assert split["replica-a"]["mean_s"] == round(
+        (samples[0].latency_s + samples[2].latency_s) / 2, 4
+    )

@@ -25,6 +25,8 @@ def test_loadgen_cli(served: str, tiny_model_dir: Path, tmp_path: Path, mode: li
     assert result["mode"] == ("open" if mode[0] == "--rate" else "closed")
     assert result["output_tokens"] > 0
     assert sum(row["ok"] for row in result["timeline"]) == 20
+    # Every answer names its replica (X-Replica), as bench.scaling's split by replica needs.
+    assert sum(v["ok"] for v in result["by_replica"].values()) == 20, result["by_replica"]
     assert (tmp_path / "results.png").exists()
     row = (tmp_path / "results.md").read_text().splitlines()[2]
     assert row.startswith("| native | variable | 20 | 20 |"), row

@@ -55,11 +55,12 @@ def _part(out: Path, *flags: str) -> dict[str, Any]:
     return json.loads((out / "scaling.json").read_text())
 
 
-def test_replica_counts_are_one_two_or_both() -> None:
+def test_replica_counts_are_ones_and_twos() -> None:
     p = scaling.parser()
     base = ["--model", "m", "--out", "o"]
     assert p.parse_args(base).replica_counts == [1, 2]
     assert p.parse_args([*base, "--replicas", "2"]).replica_counts == [2]
+    assert p.parse_args([*base, "--replicas", "1,2,1,2"]).replica_counts == [1, 2, 1, 2]
     with pytest.raises(SystemExit):
         p.parse_args([*base, "--replicas", "3"])
 
@@ -86,3 +87,28 @@ def test_without_append_an_earlier_part_is_replaced(
     again = _part(tmp_path, "--replicas", "2")
     assert [r["replicas"] for r in again["results"]] == [2]
     assert again["scaling_ratio"] is None
+
+
+def test_alternated_counts_pool_their_rounds_and_keep_their_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--replicas 1,2,1,2``: each count's rounds from both of its turns are pooled (the
+    median over all four), and ``order`` says how they were measured, also across a later
+    ``--append`` part."""
+    rates = iter([40.0, 40.0, 50.0, 50.0])
+
+    async def one(ctx: Any, replicas: int, ns: argparse.Namespace) -> dict[str, Any]:
+        return await _fake_one(next(rates))(ctx, replicas, ns)
+
+    monkeypatch.setattr(scaling, "one", one)
+    result = _part(tmp_path, "--replicas", "1,2,1,2")
+    assert result["order"] == [1, 2, 1, 2]
+    by_count = {r["replicas"]: r for r in result["results"]}
+    assert [x["rps"] for x in by_count[1]["runs"]] == [40.0, 41.0, 50.0, 51.0]
+    assert [x["rps"] for x in by_count[2]["runs"]] == [80.0, 81.0, 100.0, 101.0]
+    assert result["scaling_ratio"] == round(90.5 / 45.5, 3)
+
+    monkeypatch.setattr(scaling, "one", _fake_one(60.0))
+    more = _part(tmp_path, "--replicas", "1", "--append")
+    assert more["order"] == [1, 2, 1, 2, 1]
+    assert len({r["replicas"]: r for r in more["results"]}[1]["runs"]) == 6
