@@ -70,9 +70,12 @@ def machine() -> str:
 
 def phase(text: str) -> None:
     """Tells a watcher (``bench.cpu_profile``, through $BENCH_PHASE_FILE) which system is
-    under measured load now ("" between runs)."""
+    under measured load now ("" between runs). Replaced whole, never truncated in place: a
+    watcher that read an empty file mid-write would end its window there."""
     if path := os.environ.get("BENCH_PHASE_FILE"):
-        Path(path).write_text(text)
+        tmp = Path(f"{path}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
 
 
 async def measure(

@@ -222,7 +222,8 @@ def test_main_measures_each_phase_and_the_twin_of_a_control_by_the_machine(
     bench = (
         "import os, time; f = os.environ['BENCH_PHASE_FILE']\n"
         "for key in ('vllm_serve', 'vllm_serve@2', ''):\n"
-        "    open(f, 'w').write(key); end = time.monotonic() + 3\n"
+        "    open(f + '.tmp', 'w').write(key); os.replace(f + '.tmp', f)\n"  # as journey's
+        "    end = time.monotonic() + 3\n"
         "    while time.monotonic() < end: pass\n"  # the load: a busy loop
     )
     out = tmp_path / "out"
