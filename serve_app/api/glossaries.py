@@ -23,13 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from serve_app.api.glossary_entries import (
     Entries,
     parse_entries_async,
-    terms_for_async,
     to_csv,
     to_tsv,
     written_async,
 )
 from serve_app.core.errors import InvalidGlossary, InvalidRequest, UnsupportedOption
-from serve_app.core.schemas import GlossaryEntry, TextItem
+from serve_app.core.glossary_terms import glossary_for_async
+from serve_app.core.schemas import TextItem
 from serve_app.store import Glossary, GlossaryDictionary, Store, owner_of
 from serve_app.translation.service import TranslationService
 
@@ -238,8 +238,7 @@ async def apply_glossaries(
         key = _glossary_pair(service, item.glossary_id, item.source_lang, item.target_lang)
         if key not in read:
             read[key] = await pair_entries(store, owner(request), *key)
-        terms = await terms_for_async(item.text, read[key])
-        added = [GlossaryEntry.model_construct(source=s, target=t) for s, t in terms]
+        added = await glossary_for_async(item.text, read[key])
         out.append(item.model_copy(update={"glossary": [*item.glossary, *added]}))
     return out
 

@@ -4,7 +4,8 @@ the terms of a stored glossary that one text needs.
 Parsing refuses what cannot be a glossary with ``InvalidGlossary`` (400) naming the line;
 the store checks the terms themselves (length, control characters, duplicates), so every
 way in is held to the same rules. Work here is proportional to the input: callers with large
-inputs run it in a worker thread (``parse_entries_async``, ``terms_for_async``).
+inputs run it in a worker thread (``parse_entries_async``; the terms a text needs:
+``core.glossary_terms.glossary_for_async``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ __all__ = [
     "Entries",
     "parse_entries",
     "terms_for",
-    "terms_for_async",
     "to_csv",
     "to_tsv",
     "written_async",
@@ -106,8 +106,3 @@ async def written_async(write: Callable[[Entries], str], entries: Entries) -> st
     """``write(entries)`` (``to_tsv``, ``to_csv``), in a thread for large glossaries: the
     CSV of a 20 MB glossary took 0.45 s on the event loop."""
     return await sized(sum(len(s) + len(t) for s, t in entries), _THREAD_ABOVE, write, entries)
-
-
-async def terms_for_async(text: str, entries: Entries) -> Entries:
-    """``terms_for`` (``core/glossary_terms.py``), in a thread for large inputs."""
-    return await sized(len(text) * len(entries), _THREAD_ABOVE, terms_for, text, entries)

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 from serve_app.core.context import engine_priority
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.core.errors import LanguageDetectionFailed
-from serve_app.core.glossary_terms import terms_for
-from serve_app.core.schemas import GlossaryEntry, TranslateRequest
+from serve_app.core.glossary_terms import glossary_for_async
+from serve_app.core.schemas import TranslateRequest
 from serve_app.documents.jobs import MARKUP, DocumentJobs, Submitted, Upload, glossary_of
 from serve_app.documents.worker import DocumentWorker
 from serve_app.store import DocumentBacklog, DocumentJob, SegmentClaim, Store
@@ -123,7 +123,7 @@ class ReplicaDocuments:
             formality=claim.options.get("formality", "default"),
             format=claim.options.get(MARKUP, "text"),
         )
-        request = _with_glossary(request, claim)
+        request = await _with_glossary(request, claim)
         self.active += 1
         # The engine requests made for this segment (and the tasks they run in) carry the
         # documents' priority: behind every live request in the engine's queue.
@@ -141,12 +141,12 @@ class ReplicaDocuments:
             self.metrics.document_finished(job.state)
 
 
-def _with_glossary(request: TranslateRequest, claim: SegmentClaim) -> TranslateRequest:
+async def _with_glossary(request: TranslateRequest, claim: SegmentClaim) -> TranslateRequest:
     """The request with the job's glossary terms that its text holds as its glossary: the
     terminology prompt the translate routes' ``glossary_id`` reaches (not validated again:
-    the store checked the terms, and a text may hold more than the inline limit)."""
-    terms = terms_for(request.text, glossary_of(claim.options))
-    if not terms:
+    the store checked the terms, and a text may hold more than the inline limit); found
+    off the event loop when the segment and the glossary are large."""
+    glossary = await glossary_for_async(request.text, glossary_of(claim.options))
+    if not glossary:
         return request
-    glossary = [GlossaryEntry.model_construct(source=s, target=t) for s, t in terms]
     return request.model_copy(update={"glossary": glossary})
