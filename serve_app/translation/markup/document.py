@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from serve_app.core.gc_pause import gc_paused
 from serve_app.translation.markup import protect
 from serve_app.translation.markup.segment import (
     Escape,
@@ -283,8 +284,11 @@ def register(name: str) -> Callable[[Parser], Parser]:
 
 
 def parse(fmt: str, text: str, options: MarkupOptions = NO_OPTIONS) -> Document:
-    """``text`` read as format ``fmt`` (``FORMATS``); KeyError for an unknown format."""
-    return FORMATS[fmt](text, options)
+    """``text`` read as format ``fmt`` (``FORMATS``); KeyError for an unknown format. A large
+    text is read with the garbage collector paused (``core.gc_pause``)."""
+    parser = FORMATS[fmt]
+    with gc_paused(len(text)):
+        return parser(text, options)
 
 
 def engine_requests(fmt: str, text: str, stop_after: int) -> int:
