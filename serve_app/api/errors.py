@@ -103,7 +103,7 @@ def _respond(
     message = printable(message)
     app_state = getattr(request.scope.get("app"), "state", None)
     for prefix, fmt in getattr(app_state, "error_formats", []):
-        if path.startswith(prefix):
+        if path.startswith(prefix) or path == prefix[:-1]:  # "/v2/..." and "/v2" alike
             status, body = fmt(status, code, message)
             return JSONResponse(body, status_code=status, headers=headers)
     return JSONResponse(error_body(code, message), status_code=status, headers=headers)

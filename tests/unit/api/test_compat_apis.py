@@ -144,6 +144,18 @@ async def test_deepl_can_be_turned_off(engine: FakeEngine) -> None:
         assert (await c.get("/v2/usage", headers=AUTH)).status_code == 404
 
 
+@pytest.mark.parametrize("prefix", ["/v1", "/v2", "/libretranslate"])
+async def test_a_compat_prefix_alone_is_answered_in_its_api_shape(
+    client: httpx.AsyncClient, prefix: str
+) -> None:
+    """``GET /v2`` (no trailing slash) is the compat API's path as much as ``/v2/nope``: its
+    404 comes in that API's error shape, not the native one."""
+    bare, nested = await client.get(prefix), await client.get(prefix + "/nope")
+    assert bare.status_code == nested.status_code == 404
+    assert bare.json().keys() == nested.json().keys()
+    assert bare.json() != {"error": {"code": "not_found", "message": "Not Found"}}
+
+
 # -- LibreTranslate -----------------------------------------------------------------------------
 
 LT = "/libretranslate"
