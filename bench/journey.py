@@ -281,7 +281,13 @@ def _ratios(per_round: list[dict[str, Any]], names: list[str]) -> dict[str, Any]
             "p95_ratio_max": round(max(p95), 3) if p95 else None,
         }
         for key in ("ttft_p50_s", "ttft_p95_s", "ttft_visible_p50_s", "ttft_visible_p95_s"):
-            ttft = [r[first][key] / r[other][key] for r in per_round if r[other].get(key)]
+            # Only where both sides timed it: the raw engine times its first token even for
+            # whole answers, a server only when it streams.
+            ttft = [
+                r[first][key] / r[other][key]
+                for r in per_round
+                if r[first].get(key) is not None and r[other].get(key)
+            ]
             if ttft:
                 ratio = round(statistics.median(ttft), 3)
                 out[f"{first}/{other}"][f"{key[:-2]}_ratio_median"] = ratio

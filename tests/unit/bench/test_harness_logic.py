@@ -152,6 +152,21 @@ def test_ratios() -> None:
     assert journey_ratios(runs) == {"variable": {"ray_serve/vllm_serve": 1.25}}
 
 
+def test_ttft_ratios_only_where_both_sides_timed_the_first_token() -> None:
+    """A server answering whole has no time to first token; the raw engine in-process
+    times one anyway: a head-to-head of the two (``ray_serve,raw_engine``) has no TTFT
+    ratio, either way round (it raised TypeError with the timed side second)."""
+    whole = {"rps": 10, "p95_s": 1.0, "ttft_p50_s": None}
+    timed = {"rps": 8, "p95_s": 1.0, "ttft_p50_s": 0.05}
+    for first, other in ((whole, timed), (timed, whole)):
+        r = _ratios([{"a": first, "b": other}], ["a", "b"])["a/b"]
+        assert "ttft_p50_ratio_median" not in r
+        assert r["rps_ratio_median"] in (1.25, 0.8)
+    both = {"rps": 8, "p95_s": 1.0, "ttft_p50_s": 0.04}
+    r = _ratios([{"a": both, "b": timed}], ["a", "b"])["a/b"]
+    assert r["ttft_p50_ratio_median"] == 0.8
+
+
 def test_bench_config_forces_output_lengths() -> None:
     config = bench_app_config(ROOT / "serve_config.yaml", "/m", {"load_format": "dummy"})
     assert config.engine.model == "/m"
