@@ -22,6 +22,7 @@ from serve_app.api.middleware import MetricsMiddleware, ReplicaHeaderMiddleware,
 from serve_app.api.native import native_router
 from serve_app.api.security import install_security
 from serve_app.api.web.router import web_router
+from serve_app.core.glossary_terms import IndexCache
 from serve_app.documents.replica import ReplicaDocuments
 from serve_app.store.protocol import Store
 from serve_app.translation.service import TranslationService
@@ -42,6 +43,7 @@ def create_app(
         version="0.1.0",
     )
     app.state.store = store
+    app.state.glossary_indexes = IndexCache()  # stored glossaries' term indexes
     app.state.anonymous_usage = AnonymousUsage(store, ANONYMOUS) if store is not None else None
     install_error_handlers(app)
     app.add_middleware(BodyCheckMiddleware)  # innermost: behind the key check and body limit

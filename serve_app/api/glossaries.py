@@ -28,7 +28,7 @@ from serve_app.api.glossary_entries import (
     written_async,
 )
 from serve_app.core.errors import InvalidGlossary, InvalidRequest, UnsupportedOption
-from serve_app.core.glossary_terms import glossary_for_async
+from serve_app.core.glossary_terms import IndexCache, TermIndex, glossary_for_async, index_async
 from serve_app.core.schemas import TextItem
 from serve_app.store import Glossary, GlossaryDictionary, Store, owner_of
 from serve_app.translation.service import TranslationService
@@ -182,14 +182,37 @@ async def pair_entries(
     """The entries of the glossary's dictionary for ``source -> target`` (canonical codes).
     404 for an unknown glossary, 400 when it has no such pair."""
     glossary = await store.get_glossary(owner_id, glossary_id)
+    s, t = _stored_pair(glossary, source, target)
+    return await store.glossary_entries(owner_id, glossary_id, s, t)
+
+
+async def pair_index(
+    request: Request, store: Store, glossary_id: str, source: str, target: str
+) -> TermIndex:
+    """``pair_entries`` as a term index, kept in the replica's ``IndexCache``: the glossary
+    is read every time (it may have been deleted; 404 then), its entries only the first
+    time (a stored glossary never changes)."""
+    owner_id = owner(request)
+    glossary = await store.get_glossary(owner_id, glossary_id)
+    s, t = _stored_pair(glossary, source, target)
+    cache: IndexCache = request.app.state.glossary_indexes
+    key = (owner_id, glossary_id, glossary.created_at, s, t)
+    if (index := cache.get(key)) is None:
+        index = await index_async(await store.glossary_entries(owner_id, glossary_id, s, t))
+        cache.put(key, index)
+    return index
+
+
+def _stored_pair(glossary: Glossary, source: str, target: str) -> tuple[str, str]:
+    """The glossary's stored pair that ``source -> target`` reads (400 without one)."""
     pairs = {(d.source_lang, d.target_lang) for d in glossary.dictionaries}
     for s in _candidates(source):
         for t in _candidates(target):
             if (s, t) in pairs:
-                return await store.glossary_entries(owner_id, glossary_id, s, t)
+                return s, t
     have = ", ".join(f"{s}->{t}" for s, t in sorted(pairs))
     raise InvalidGlossary(
-        f"Glossary {glossary_id[:100]!r} has no entries for {source}->{target} (it has {have})."
+        f"Glossary {glossary.id[:100]!r} has no entries for {source}->{target} (it has {have})."
     )
 
 
@@ -229,7 +252,7 @@ async def apply_glossaries(
     if not any(item.glossary_id for item in items):
         return list(items)
     store = glossary_store(request, service)
-    read: dict[tuple[str, str, str], Entries] = {}
+    read: dict[tuple[str, str, str], TermIndex] = {}
     out = []
     for item in items:
         if not item.glossary_id:
@@ -237,7 +260,7 @@ async def apply_glossaries(
             continue
         key = _glossary_pair(service, item.glossary_id, item.source_lang, item.target_lang)
         if key not in read:
-            read[key] = await pair_entries(store, owner(request), *key)
+            read[key] = await pair_index(request, store, *key)
         added = await glossary_for_async(item.text, read[key])
         out.append(item.model_copy(update={"glossary": [*item.glossary, *added]}))
     return out

@@ -16,9 +16,16 @@ from typing import Any, Protocol
 from serve_app.core.context import engine_priority
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.core.errors import LanguageDetectionFailed
-from serve_app.core.glossary_terms import glossary_for_async
+from serve_app.core.glossary_terms import IndexCache, glossary_for_async, index_async
 from serve_app.core.schemas import TranslateRequest
-from serve_app.documents.jobs import MARKUP, DocumentJobs, Submitted, Upload, glossary_of
+from serve_app.documents.jobs import (
+    GLOSSARY,
+    MARKUP,
+    DocumentJobs,
+    Submitted,
+    Upload,
+    glossary_of,
+)
 from serve_app.documents.worker import DocumentWorker
 from serve_app.store import DocumentBacklog, DocumentJob, SegmentClaim, Store
 
@@ -62,6 +69,7 @@ class ReplicaDocuments:
         # A segment is translated as one request: held to the replica's request limits.
         self.jobs = DocumentJobs(store, config, service.limits.max_engine_requests)
         self.active = 0  # this replica's engine requests for documents
+        self.glossaries = IndexCache(max_entries=100_000)  # each job's terms, by job id
         self._reporter: asyncio.Task[None] | None = None
         self.worker = DocumentWorker(
             self.jobs, config, self._translate, self._live, name, self._translated
@@ -123,7 +131,7 @@ class ReplicaDocuments:
             formality=claim.options.get("formality", "default"),
             format=claim.options.get(MARKUP, "text"),
         )
-        request = await _with_glossary(request, claim)
+        request = await self._with_glossary(request, claim)
         self.active += 1
         # The engine requests made for this segment (and the tasks they run in) carry the
         # documents' priority: behind every live request in the engine's queue.
@@ -135,18 +143,24 @@ class ReplicaDocuments:
             self.active -= 1
         return str(response.translation)
 
+    async def _with_glossary(
+        self, request: TranslateRequest, claim: SegmentClaim
+    ) -> TranslateRequest:
+        """The request with the job's glossary terms that its text holds as its glossary:
+        the terminology prompt the translate routes' ``glossary_id`` reaches (not validated
+        again: the store checked the terms, and a text may hold more than the inline limit).
+        The job's terms are indexed once per job in this replica, not per segment."""
+        if not claim.options.get(GLOSSARY):
+            return request
+        if (index := self.glossaries.get(claim.job_id)) is None:
+            index = await index_async(glossary_of(claim.options))
+            self.glossaries.put(claim.job_id, index)
+        glossary = await glossary_for_async(request.text, index)
+        if not glossary:
+            return request
+        return request.model_copy(update={"glossary": glossary})
+
     def _translated(self, claim: SegmentClaim, job: DocumentJob) -> None:
         self.metrics.document_segment(len(claim.text))
         if job.state in ("done", "error"):
             self.metrics.document_finished(job.state)
-
-
-async def _with_glossary(request: TranslateRequest, claim: SegmentClaim) -> TranslateRequest:
-    """The request with the job's glossary terms that its text holds as its glossary: the
-    terminology prompt the translate routes' ``glossary_id`` reaches (not validated again:
-    the store checked the terms, and a text may hold more than the inline limit); found
-    off the event loop when the segment and the glossary are large."""
-    glossary = await glossary_for_async(request.text, glossary_of(claim.options))
-    if not glossary:
-        return request
-    return request.model_copy(update={"glossary": glossary})

@@ -19,7 +19,7 @@ from serve_app.api.app import create_app
 from serve_app.core import glossary_terms
 from serve_app.core.config import AppConfig
 from serve_app.core.documents_config import DocumentsConfig
-from serve_app.core.glossary_terms import Entries, glossary_for
+from serve_app.core.glossary_terms import Entries, as_entries
 from serve_app.core.schemas import GlossaryEntry
 from serve_app.documents.replica import ReplicaDocuments
 from serve_app.store import Store
@@ -146,20 +146,20 @@ async def test_a_segment_may_hold_more_terms_than_an_inline_glossary(setup: Setu
     assert "- k119q -> w119\n" in prompt
 
 
-async def test_a_text_of_many_terms_is_matched_off_the_event_loop(
+async def test_the_entries_of_a_text_of_many_terms_are_built_off_the_event_loop(
     setup: Setup, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A batch's items and a document's segments find their terms (and build the entries)
-    in a worker thread when the text and the glossary are large: a 20,000-character text of
-    3,500 of a 10,000-entry glossary's terms held the event loop 0.1 s per item."""
+    """A batch's items and a document's segments build the entries of the terms they hold
+    in a worker thread when there are many: 3,500 terms of a 10,000-entry glossary in a
+    20,000-character text held the event loop 0.1 s per item."""
     loop_thread = threading.get_ident()
     threads: list[int] = []
 
-    def recorded(text: str, entries: Entries) -> list[GlossaryEntry]:
+    def recorded(terms: Entries) -> list[GlossaryEntry]:
         threads.append(threading.get_ident())
-        return glossary_for(text, entries)
+        return as_entries(terms)
 
-    monkeypatch.setattr(glossary_terms, "glossary_for", recorded)
+    monkeypatch.setattr(glossary_terms, "as_entries", recorded)
     entries = [{"source": f"k{i}q", "target": f"w{i}"} for i in range(120)]
     body = {"name": "big", "dictionaries": [{"source_lang": "en", "target_lang": "de",
                                              "entries": entries}]}  # fmt: skip

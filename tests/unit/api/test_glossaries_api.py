@@ -131,6 +131,36 @@ async def test_glossary_id_applies_on_every_native_route(client: httpx.AsyncClie
     assert "Warenkorb" in stream.text
 
 
+async def test_a_glossarys_entries_are_read_once_and_a_deleted_one_is_gone(
+    store: Store, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored glossary never changes, so each replica reads a pair's entries once and
+    keeps their term index (``core.glossary_terms.IndexCache``); every request still reads
+    the glossary itself, so a deleted one is a 404 at once, and another key's id stays one."""
+    reads: list[str] = []
+    entries = store.glossary_entries
+
+    async def counted(owner: str, glossary_id: str, *pair: str) -> tuple[tuple[str, str], ...]:
+        reads.append(glossary_id)
+        return await entries(owner, glossary_id, *pair)
+
+    monkeypatch.setattr(store, "glossary_entries", counted)
+    g = await create(client)
+    item = {"text": "Your cart", "source_lang": "en", "target_lang": "de", "glossary_id": g["id"]}
+    for text in ("Your cart", "the CHECKOUT", "cart and checkout"):
+        r = await client.post("/translate", json={**item, "text": text}, headers=A)
+        assert r.status_code == 200, r.text
+    assert "cart -> Warenkorb" in r.json()["translation"]
+    assert "checkout -> Kasse" in r.json()["translation"]
+    deepl = {"text": ["cart"], "source_lang": "EN", "target_lang": "DE", "glossary_id": g["id"]}
+    assert (await client.post("/v2/translate", json=deepl, headers=DEEPL_A)).status_code == 200
+    assert reads == [g["id"]]
+    assert (await client.post("/translate", json=item, headers=B)).status_code == 404
+    assert (await client.delete(f"/glossaries/{g['id']}", headers=A)).status_code == 204
+    r = await client.post("/translate", json=item, headers=A)
+    assert r.status_code == 404, r.text
+
+
 async def test_another_keys_glossary_is_not_found(client: httpx.AsyncClient) -> None:
     g = await create(client)
     assert (await client.get("/glossaries", headers=B)).json() == {"glossaries": []}
