@@ -69,7 +69,7 @@ class ReplicaDocuments:
         # A segment is translated as one request: held to the replica's request limits.
         self.jobs = DocumentJobs(store, config, service.limits.max_engine_requests)
         self.active = 0  # this replica's engine requests for documents
-        self.glossaries = IndexCache(max_entries=100_000)  # each job's terms, by job id
+        self.glossaries = IndexCache(max_bytes=64 * 2**20)  # each job's terms, by job id
         self._reporter: asyncio.Task[None] | None = None
         self.worker = DocumentWorker(
             self.jobs, config, self._translate, self._live, name, self._translated

@@ -77,15 +77,34 @@ def test_the_search_reads_the_text_once_whatever_the_glossary_size() -> None:
     assert indexed < searched / 10, (indexed, searched)
 
 
-def test_the_cache_keeps_the_recent_indexes_within_its_entry_budget() -> None:
-    cache = IndexCache(max_entries=10)
-    small, large = TermIndex((("a", "b"),) * 4), TermIndex((("c", "d"),) * 6)
-    cache.put("one", small)
-    cache.put("two", large)
-    assert cache.get("one") is small  # now the most recent
-    cache.put("three", TermIndex((("e", "f"),) * 3))
-    assert (cache.get("two"), cache.get("one") is small, len(cache)) == (None, True, 2)
-    huge = TermIndex((("g", "h"),) * 50)
+def test_a_glossary_too_large_for_an_automaton_is_searched_term_by_term(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An automaton takes ~40 bytes per source-term character (10,000 terms of 1,024
+    characters: 390 MB): beyond ``AUTOMATON_MAX_CHARS`` the terms are searched one by one,
+    with the same answers, and the index's size counts characters, not an automaton."""
+    rng = random.Random(11)
+    entries = tuple(
+        ("".join(rng.choices(ALPHABET, k=rng.randint(1, 4))), f"t{i}") for i in range(60)
+    )
+    automaton = TermIndex(entries)
+    monkeypatch.setattr(glossary_terms, "AUTOMATON_MAX_CHARS", 10)
+    scanned = TermIndex(entries)
+    assert scanned.size < automaton.size
+    for _ in range(100):
+        text = "".join(rng.choices(ALPHABET, k=rng.randint(0, 60)))
+        assert scanned.terms_for(text) == automaton.terms_for(text) == naive(text, entries)
+
+
+def test_the_cache_keeps_the_recent_indexes_within_its_byte_budget() -> None:
+    one, two, three = (TermIndex(((f"{n}a", "b"), (f"{n}c", "d"))) for n in "xyz")
+    cache = IndexCache(max_bytes=one.size + two.size + 1)
+    cache.put("one", one)
+    cache.put("two", two)
+    assert cache.get("one") is one  # now the most recent
+    cache.put("three", three)
+    assert (cache.get("two"), cache.get("one") is one, len(cache)) == (None, True, 2)
+    huge = TermIndex(tuple((f"term{i}", "t") for i in range(100)))
     cache.put("huge", huge)  # alone over the budget: kept, the others dropped
     assert (cache.get("huge") is huge, len(cache)) == (True, 1)
 
