@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-import time
 
 import pytest
 
@@ -56,25 +55,17 @@ def test_order_duplicates_and_an_empty_term() -> None:
     assert terms_for("one x", entries) == (("", "always"), ("x", "y"))
 
 
-def test_the_search_reads_the_text_once_whatever_the_glossary_size() -> None:
-    """10,000 entries against a 20,000-character text: one substring search per entry took
-    79 ms; the automaton reads the text once (~1 ms). Bound: a tenth of the old rule's time
-    on this machine, measured side by side (the best of five runs of the index)."""
+def test_a_glossary_of_the_stores_size_is_searched_by_its_automaton() -> None:
+    """10,000 entries against a 20,000-character text (one search per entry took 79 ms,
+    the automaton ~1 ms: ``bench/glossary_terms.py`` measures it) give the same answer."""
     rng = random.Random(3)
     words = ["".join(rng.choices("abcdefghij", k=rng.randint(5, 10))) for _ in range(10_000)]
     entries = tuple((w, w.upper()) for w in words)
     text = " ".join(rng.choice(words) if rng.random() < 0.2 else "zzz" for _ in range(3_000))
     index = TermIndex(entries)
-    indexed = float("inf")
-    for _ in range(5):  # the best of five: a pause of the machine is not the index's
-        start = time.perf_counter()
-        found = index.terms_for(text)
-        indexed = min(indexed, time.perf_counter() - start)
-    start = time.perf_counter()
-    expected = naive(text, entries)
-    searched = time.perf_counter() - start
-    assert found == expected
-    assert indexed < searched / 10, (indexed, searched)
+    assert index._automaton is not None
+    assert index._folded is None
+    assert index.terms_for(text) == naive(text, entries)
 
 
 def test_a_glossary_too_large_for_an_automaton_is_searched_term_by_term(
