@@ -5,18 +5,18 @@ A term applies where its source occurs in the text, case-insensitively; the prom
 families filter each piece of a long text again (``PromptOptions.for_text``).
 
 Why an index: a stored glossary may hold thousands of entries, and one substring search per
-entry made every request pay for the whole glossary (10,000 entries: 1.3 ms for a 200-
-character text, 79 ms for 20,000 characters). ``TermIndex`` holds an Aho-Corasick automaton
-(pyahocorasick) over the case-folded source terms, built once per glossary pair (18 ms for
-10,000 entries), so a text is read once, whatever the glossary's size (0.015 and 0.96 ms).
-Stored glossaries never change (a new one gets a new id), so ``IndexCache`` keeps the
-indexes of the pairs in use in each replica: a request reads the glossary's row (that it
-still exists and is the caller's), not its entries.
+entry made every request pay for the whole glossary. ``TermIndex`` holds an Aho-Corasick
+automaton (pyahocorasick) over the case-folded source terms, built once per glossary pair,
+so a text is read once, whatever the glossary's size: with 10,000 entries a request's
+glossary work is 19-58x smaller (``bench/glossary_terms.py``). Stored glossaries never
+change (a new one gets a new id), so ``IndexCache`` keeps the indexes of the pairs in use in
+each replica: a request reads the glossary's row (that it still exists and is the caller's),
+not its entries.
 
 An automaton takes ~40 bytes per character of the source terms (10,000 terms of 1,024
-characters, the store's largest: 390 MB, built in 3 s), so a glossary whose source terms hold
-more than ``AUTOMATON_MAX_CHARS`` characters is searched one term at a time instead (its
-case-folded terms kept), and the cache is bounded by the indexes' estimated bytes.
+characters, the store's largest: 390 MB), so a glossary whose source terms hold more than
+``AUTOMATON_MAX_CHARS`` characters is searched one term at a time instead (its case-folded
+terms kept), and the cache is bounded by the indexes' estimated bytes.
 """
 
 from __future__ import annotations
