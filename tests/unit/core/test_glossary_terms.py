@@ -131,3 +131,30 @@ async def test_long_texts_and_many_terms_leave_the_event_loop(
     monkeypatch.setattr(asyncio, "to_thread", to_thread)
     await glossary_for_async("a" * 100, index)
     assert calls[0] == "terms_for"
+
+
+async def test_a_glossary_searched_term_by_term_leaves_the_loop_sooner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without an automaton a search reads the text once per entry: a short text against
+    many entries is already a long search (10,000 terms of 1,024 characters against 20,000
+    characters held a thread ~30 ms), so it runs in a worker thread."""
+    entries = tuple((f"term{i}", f"t{i}") for i in range(30))
+    monkeypatch.setattr(glossary_terms, "SEARCH_INLINE_CHARS", 50)
+    automaton = TermIndex(entries)
+    monkeypatch.setattr(glossary_terms, "AUTOMATON_MAX_CHARS", 10)
+    scanned = TermIndex(entries)
+    text = "a term7"
+    assert (automaton.reads(text), scanned.reads(text)) == (7, 210)
+    calls: list[str] = []
+    search = asyncio.to_thread
+
+    async def to_thread(fn, *args):  # type: ignore[no-untyped-def]
+        calls.append(getattr(fn, "__name__", ""))
+        return await search(fn, *args)
+
+    monkeypatch.setattr(asyncio, "to_thread", to_thread)
+    assert [e.target for e in await glossary_for_async(text, automaton)] == ["t7"]
+    assert calls == []
+    assert [e.target for e in await glossary_for_async(text, scanned)] == ["t7"]
+    assert calls == ["terms_for"]
