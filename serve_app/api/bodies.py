@@ -27,19 +27,29 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl
 
+from fastapi.routing import APIRoute
 from python_multipart.multipart import parse_options_header
 from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from serve_app.api.body_models import body_route, validate_for_route
 from serve_app.api.errors import printable, service_error_response
 from serve_app.core.aio import sized
-from serve_app.core.errors import InvalidRequest
+from serve_app.core.errors import BodyTooLarge, InvalidRequest
+from serve_app.core.gc_pause import gc_paused
 
 MAX_DEPTH = 32  # the API's own bodies nest 4 levels deep
 MAX_NUMBER_CHARS = 40  # a number longer than this is no timeout, count or flag
 MAX_FORM_FIELDS = 1000
+# Values (strings, numbers, objects...) one JSON body may hold: the largest the API takes, a
+# glossary of 10,000 entries as objects, holds 30,000. FastAPI parses a body again on the
+# event loop, at about 0.3 us a value.
+MAX_JSON_VALUES = 50_000
+# A body of more values is validated against its route's model in a worker thread first
+# (``body_models.py``): each invalid one can cost an error of ~6 us on the event loop.
+INLINE_VALUES = 1000
 UTF8 = frozenset({"utf-8", "utf8", "us-ascii", "ascii"})  # the charsets a form may name
 # Bodies up to this size are checked on the event loop (well under a millisecond); larger
 # ones in a worker thread, so that the loop keeps serving while a 1 MB body is decoded.
@@ -103,7 +113,13 @@ def has_lone_surrogate(text: str) -> bool:
 def decode_json(raw: bytes, deferred: Deferred | None = None) -> Any:
     """The JSON value of ``raw``, or ``InvalidRequest`` saying why it is refused: not UTF-8,
     not JSON, nested deeper than ``MAX_DEPTH``, a number too long or not finite, a key twice
-    in an object, a lone surrogate in a string or key (except strings at ``deferred`` paths)."""
+    in an object, a lone surrogate in a string or key (except strings at ``deferred`` paths);
+    ``BodyTooLarge`` for more than ``MAX_JSON_VALUES`` values."""
+    return decode_counted(raw, deferred)[0]
+
+
+def decode_counted(raw: bytes, deferred: Deferred | None = None) -> tuple[Any, int]:
+    """``decode_json``'s value, and how many values it holds."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -118,27 +134,34 @@ def decode_json(raw: bytes, deferred: Deferred | None = None) -> Any:
         raise _too_deep() from exc
     except ValueError as exc:  # JSONDecodeError
         raise InvalidRequest(f"Invalid request: body is not valid JSON ({exc}).") from exc
-    _check_tree(value, deferred or (lambda path: False))
-    return value
+    return value, _check_tree(value, deferred or (lambda path: False))
 
 
 def _too_deep() -> InvalidRequest:
     return InvalidRequest(f"Invalid request: the body nests deeper than {MAX_DEPTH} levels.")
 
 
-def _check_tree(value: Any, deferred: Deferred) -> None:
-    """Depth and lone surrogates, walked without recursion."""
+def _check_tree(value: Any, deferred: Deferred) -> int:
+    """Depth, lone surrogates and the number of values (returned), walked without
+    recursion."""
     stack: list[tuple[Any, Path]] = [(value, ())]
+    count = 1
     while stack:
         node, path = stack.pop()
         if len(path) > MAX_DEPTH:
             raise _too_deep()
         for child, child_path in _children(node, path):
+            count += 1
+            if count > MAX_JSON_VALUES:
+                raise BodyTooLarge(
+                    f"The request body holds more than {MAX_JSON_VALUES} JSON values."
+                )
             if isinstance(child, str) and has_lone_surrogate(child):
                 if not deferred(child_path):
                     raise lone_surrogate(_dotted(child_path))
             elif isinstance(child, dict | list):
                 stack.append((child, child_path))
+    return count
 
 
 def _children(node: Any, path: Path) -> Iterator[tuple[Any, Path]]:
@@ -283,15 +306,47 @@ class BodyCheckMiddleware:
         raw = b"".join(m.get("body", b"") for m in messages)
         if raw.strip():
             try:
-                if len(raw) <= INLINE_BYTES:
-                    decode_json(raw, DEFERRED.get(scope["path"]))
-                else:
-                    await asyncio.to_thread(decode_json, raw, DEFERRED.get(scope["path"]))
-            except InvalidRequest as exc:
+                await _check_body(scope, raw)
+            except (InvalidRequest, BodyTooLarge) as exc:
                 response = service_error_response(exc, Request(scope))
                 await response(scope, replay(messages, receive), send)
                 return
         await self.app(scope, replay(messages, receive), send)
+
+
+async def _check_body(scope: Scope, raw: bytes) -> None:
+    """``raw`` decoded (in a worker thread when large) and, when it holds many values,
+    validated against its route's body model there (``body_models.py``)."""
+    deferred = DEFERRED.get(scope["path"])
+    if len(raw) <= INLINE_BYTES:
+        value, count = decode_counted(raw, deferred)
+        if count > INLINE_VALUES and (route := body_route(scope)) is not None:
+            await asyncio.to_thread(validate_for_route, route, value)
+        return
+    await asyncio.to_thread(_decode_and_validate, raw, deferred, body_route(scope))
+
+
+def _decode_and_validate(raw: bytes, deferred: Deferred | None, route: APIRoute | None) -> None:
+    """In a worker thread: the collector paused while the body's objects are built
+    (``core.gc_pause``), and the error raised without them (its traceback would free them
+    on the event loop)."""
+    with gc_paused(len(raw)):
+        refused = _refusal(raw, deferred, route)
+    if refused is not None:
+        kind, message = refused
+        raise kind(message)
+
+
+def _refusal(
+    raw: bytes, deferred: Deferred | None, route: APIRoute | None
+) -> tuple[type[InvalidRequest | BodyTooLarge], str] | None:
+    try:
+        value, count = decode_counted(raw, deferred)
+        if count > INLINE_VALUES and route is not None:
+            validate_for_route(route, value)
+    except (InvalidRequest, BodyTooLarge) as exc:
+        return type(exc), exc.message
+    return None
 
 
 async def _read_all(receive: Receive) -> list[Message]:

@@ -10,7 +10,7 @@ replaced by a generic one: internals are not shown.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -125,9 +125,10 @@ def service_error_response(exc: e.ServiceError, request: Request) -> JSONRespons
     return _respond(request, status, exc.code, exc.message, headers)
 
 
-def _validation_message(exc: RequestValidationError) -> str:
+def validation_message(errors: Sequence[Mapping[str, Any]]) -> str:
+    """FastAPI's validation errors as one message (the first five)."""
     parts = []
-    for err in exc.errors()[:5]:
+    for err in errors[:5]:
         if err.get("type") == "json_invalid":
             parts.append("body is not valid JSON")
             continue
@@ -143,7 +144,7 @@ async def _on_service_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    return _respond(request, 422, e.InvalidRequest.code, _validation_message(exc))
+    return _respond(request, 422, e.InvalidRequest.code, validation_message(exc.errors()))
 
 
 async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:

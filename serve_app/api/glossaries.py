@@ -15,7 +15,7 @@ through the prompt family's terminology prompt like inline entries do.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -52,7 +52,7 @@ class DictionaryIn(BaseModel):
 
     source_lang: str = Field(..., max_length=35, description="Language of the source terms.")
     target_lang: str = Field(..., max_length=35, description="Language of the target terms.")
-    entries: list[StoredEntry] | str = Field(
+    entries: Annotated[list[StoredEntry], Field(fail_fast=True)] | str = Field(
         ..., description="A list of {source, target}, or TSV/CSV text (see entries_format)."
     )
     entries_format: Literal["tsv", "csv"] = Field(
@@ -77,7 +77,10 @@ class GlossaryCreate(BaseModel):
 
     name: str = Field(..., description="A name of your choice.")
     dictionaries: list[DictionaryIn] = Field(
-        ..., min_length=1, description="One per language pair (several: multilingual)."
+        ...,
+        min_length=1,
+        fail_fast=True,
+        description="One per language pair (several: multilingual).",
     )
 
 

@@ -65,6 +65,7 @@ def _translation_routes(app: APIRouter, service: TranslationService) -> None:
         body: BatchTranslateRequest, request: Request
     ) -> BatchTranslateResponse:
         """Translates many texts concurrently; results keep the order of ``items``."""
+        service.check_batch_size(len(body.items))  # before any work per item
         request.state.pair = service.pair_labels(body.items)
         items = await apply_glossaries(request, service, body.items)
         body = body.model_copy(update={"items": items})

@@ -8,7 +8,7 @@ structured output) are refused with a 400 rather than silently dropped.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -37,7 +37,7 @@ class ContentPart(_Lenient):
 
 class ChatMessage(_Lenient):
     role: Literal["system", "developer", "user", "assistant"]
-    content: str | list[ContentPart] | None = None
+    content: str | Annotated[list[ContentPart], Field(fail_fast=True)] | None = None
     name: str | None = None
 
     def text(self) -> str:
@@ -71,7 +71,7 @@ class ChatCompletionRequest(_Lenient):
     model: str | None = Field(
         None, description="The served model's name (GET /v1/models); left out: that one."
     )
-    messages: list[ChatMessage] = Field(..., min_length=1, max_length=256)
+    messages: list[ChatMessage] = Field(..., min_length=1, max_length=256, fail_fast=True)
     max_tokens: int | None = Field(None, ge=1, description="Most tokens to generate per choice.")
     max_completion_tokens: int | None = Field(None, ge=1, description="Same as max_tokens.")
     temperature: float | None = Field(None, ge=0, le=2)

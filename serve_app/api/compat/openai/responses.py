@@ -15,7 +15,7 @@ tools and structured output.
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -59,7 +59,7 @@ class InputMessage(_Request):
 
     type: Literal["message"] = "message"
     role: Literal["system", "developer", "user", "assistant"]
-    content: str | list[InputText]
+    content: str | Annotated[list[InputText], Field(fail_fast=True)]
 
     def as_chat(self) -> ChatMessage:
         if isinstance(self.content, str):
@@ -79,7 +79,7 @@ class ResponsesRequest(_Request):
     model: str | None = Field(
         None, description="The served model's name (GET /v1/models); left out: that one."
     )
-    input: str | list[InputMessage] = Field(
+    input: str | Annotated[list[InputMessage], Field(fail_fast=True)] = Field(
         ..., description="The text, or messages of text (roles as in chat completions)."
     )
     instructions: str | None = Field(None, description="A system message before the input.")
