@@ -271,8 +271,10 @@ def sample_gauges(system: str, urls: list[str], stop: threading.Event) -> dict[s
                 sums[key] = sums.get(key, 0.0) + value
         if sums:
             reads.append(sums)
+    if not reads:  # a twin's processes are not told apart: no gauges to read
+        return {"reads": 0}
     out = {f"{k}_mean": round(sum(r.get(k, 0.0) for r in reads) / len(reads), 2) for k in names}
-    return {**out, "reads": len(reads)} if reads else {"reads": 0}
+    return {**out, "reads": len(reads)}
 
 
 def measure(system: str, pids: dict[str, int], ns: argparse.Namespace, key: str) -> dict[str, Any]:

@@ -237,3 +237,11 @@ def test_main_measures_each_phase_and_the_twin_of_a_control_by_the_machine(
         assert 0.5 < result["window_s"] < 3, key
         assert result["machine"]["total"] > 0.05, key  # the busy loop, at least
     assert results["vllm_serve@2"]["pids"] == {}
+
+
+def test_sample_gauges_without_a_read_returns_no_means() -> None:
+    """A control's twin has no processes of its own to read (2026-11-29 on an H200: the
+    sampler thread died dividing by zero reads)."""
+    stop = threading.Event()
+    stop.set()
+    assert cpu_profile.sample_gauges("vllm_serve", [], stop) == {"reads": 0}
