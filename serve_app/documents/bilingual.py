@@ -7,6 +7,13 @@ goes back to the translation tool it came from. XLIFF's inline elements (``<g>``
 singular and plural are handled (each plural form gets the plural's translation); a
 translation already present is replaced, and machine-translated entries are marked fuzzy so
 that a reviewer sees them.
+
+polib appends each comment line and each continued string line to its entry's field with
+``+=`` on an attribute, a copy of the whole field per line: an entry of n such lines costs
+n² / 2 line lengths (a 5 MB PO file of one million ``#. x`` lines held a reading thread for
+33 s, and its rebuild as long again). Such lines are counted before polib reads the file
+(``check_entry_lines``, linear): an entry of more than ``MAX_PO_ENTRY_LINES`` is a 413, so
+reading a file costs at most that many times its size in copies (0.4 s at 10 MB).
 """
 
 from __future__ import annotations
@@ -22,9 +29,10 @@ from translate.storage import xliff
 from translate.storage.placeables import StringElem
 from translate.storage.placeables import xliff as placeables
 
-from serve_app.core.errors import MalformedDocument
+from serve_app.core.errors import DocumentTooLarge, MalformedDocument
 from serve_app.documents import inline
 from serve_app.documents.base import (
+    CONTEXT_CHARS,
     DocumentFormat,
     Segment,
     check_count,
@@ -138,8 +146,39 @@ def _encode_po(text: str) -> inline.Encoded:
     return inline.encode_markup(text, entities=False, pattern=_PLACEHOLDER)
 
 
+# Lines polib appends to a field (``"..."`` continuations, ``#``, ``##``, ``#.`` and ``#|``
+# comments, obsolete ``#~`` ones too), and the ``msgid`` line that starts an entry (group 1).
+# ``#:`` references and ``#,`` flags are kept in lists, and blank lines are skipped.
+_FIELD_LINE = re.compile(r'^[ \t]*(?:#~[ \t]*)?(?:(msgid[ \t])|"|#(?:[ \t.|#]|$))', re.MULTILINE)
+MAX_PO_ENTRY_LINES = 2_000  # comment and continuation lines from one msgid to the next
+
+
+def check_entry_lines(text: str, limit: int = MAX_PO_ENTRY_LINES) -> None:
+    """DocumentTooLarge if an entry of the PO ``text`` (what lies between two ``msgid`` lines)
+    holds more than ``limit`` comment or continued-string lines: polib's cost for an entry
+    grows with the square of those (see the module's docstring)."""
+    entry, lines = 0, 0
+    for match in _FIELD_LINE.finditer(text):
+        if match.group(1):
+            entry, lines = entry + 1, 0
+            continue
+        lines += 1
+        if lines > limit:
+            raise DocumentTooLarge(
+                f"Entry {entry + 1} of the PO file holds more than {limit} comment or continued "
+                f"string lines; at most {limit} are read in one entry. Shorten its comments "
+                "and upload the file again."
+            )
+
+
+def _comment(entry: polib.POEntry) -> str:
+    """The entry's comments, as much of them as a segment's context holds."""
+    return entry.comment[:CONTEXT_CHARS]
+
+
 def _entries(data: bytes, fmt: PoFormat) -> tuple[polib.POFile, list[tuple[polib.POEntry, str]]]:
     text = decode_text(data, "PO")
+    check_entry_lines(text)
     with reading(fmt):
         # polib reads a file if given a string that names one: a leading newline keeps an
         # upload saying "/etc/passwd" content, never a path.
@@ -164,7 +203,7 @@ class PoFormat(DocumentFormat):
         _, texts = _entries(data, self)
         sources = [getattr(entry, field) for entry, field in texts]
         contexts = [
-            "\n".join(x for x in (entry.msgctxt, entry.comment, ctx) if x)
+            "\n".join(x for x in (entry.msgctxt, _comment(entry), ctx) if x)
             for (entry, _), ctx in zip(texts, with_neighbours(sources), strict=True)
         ]
         return [

@@ -165,3 +165,36 @@ def test_a_po_placeholder_lookalike_is_read_in_linear_time(msgid: str) -> None:
     segments = extract(FORMATS["po"], data, DocumentLimits(max_segment_chars=100_000))
     assert time.process_time() - start < 1
     assert [s.text for s in segments] == [msgid]
+
+
+PO_HEADER = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        "#. x\n" * 300_000,  # extracted comments
+        "# x\n" * 300_000,  # translator comments
+        'msgctxt ""\n' + '"x"\n' * 300_000,  # a continued string
+        '#| msgid ""\n' + '#| "x"\n' * 300_000,  # a previous msgid, continued
+    ],
+)
+def test_a_po_entry_of_a_million_lines_is_refused_before_polib(lines: str) -> None:
+    """polib copies an entry's field for each line appended to it: a 5 MB file of one
+    million ``#. x`` lines took 33 s to read, and as long again to rebuild; this one 3 s."""
+    data = (PO_HEADER + lines + 'msgid "a"\nmsgstr ""\n').encode()
+    start = time.process_time()
+    with pytest.raises(DocumentTooLarge, match="Entry 2 of the PO file holds more than 2000"):
+        extract(FORMATS["po"], data, DocumentLimits())
+    assert time.process_time() - start < 0.5
+
+
+def test_po_entries_within_the_line_limit_and_references_are_read() -> None:
+    # 2,000 comment and continuation lines from one msgid to the next (the header's one and
+    # 1,999 comments), many entries, and references and flags (kept in
+    # lists by polib: linear) in any number.
+    entry = "#. note\n" * 1_000 + "#: src/a.c:1\n" * 5_000 + '#, c-format\nmsgid "a"\nmsgstr ""\n'
+    data = (PO_HEADER + "#. x\n" * 1_999 + 'msgid "z"\nmsgstr ""\n\n' + entry * 20).encode()
+    segments = extract(FORMATS["po"], data, DocumentLimits())
+    assert [s.text for s in segments] == ["z"] + ["a"] * 20
+    assert all(len(s.context) < 1_000 for s in segments)
