@@ -119,13 +119,18 @@ def keep_space(source: str, translation: str) -> str:
     return start + core + end if source.strip() else source
 
 
+def check_segment_count(count: int, limits: DocumentLimits) -> None:
+    """DocumentTooLarge if a document of ``count`` segments is over the limit (a reader may
+    check this before it makes the segments)."""
+    if count > limits.max_segments:
+        raise DocumentTooLarge(
+            f"The document holds {count} segments; at most {limits.max_segments} are accepted."
+        )
+
+
 def check_segments(segments: Sequence[Segment], limits: DocumentLimits) -> None:
     """DocumentTooLarge if the segments exceed the limits."""
-    if len(segments) > limits.max_segments:
-        raise DocumentTooLarge(
-            f"The document holds {len(segments)} segments; at most {limits.max_segments} "
-            "are accepted."
-        )
+    check_segment_count(len(segments), limits)
     chars = 0
     for index, segment in enumerate(segments):
         if len(segment.text) > limits.max_segment_chars:
