@@ -8,6 +8,11 @@ singular and plural are handled (each plural form gets the plural's translation)
 translation already present is replaced, and machine-translated entries are marked fuzzy so
 that a reviewer sees them.
 
+An XLIFF unit whose source holds an entity reference other than XML's own (``&name;``,
+declared in the file's DTD or in an external one, never expanded: the parser resolves no
+entity) is refused at upload: translate-toolkit read it, but could not write the unit's
+target (lxml's entity nodes have no writable text), so the job failed after translating.
+
 polib appends each comment line and each continued string line to its entry's field with
 ``+=`` on an attribute, a copy of the whole field per line: an entry of n such lines costs
 n² / 2 line lengths (a 5 MB PO file of one million ``#. x`` lines held a reading thread for
@@ -86,6 +91,7 @@ class _Xliff:
         for unit in self.store.units:
             if unit.isheader() or not unit.istranslatable() or not unit.source.strip():
                 continue
+            _check_entities(unit)
             table: dict[int, Any] = {}
             nodes = [x for elem in unit.rich_source for x in _encode(elem, table)]
             self.units.append(unit)
@@ -107,6 +113,17 @@ class _Xliff:
             return
         found = inline.matches(translation, nodes) or [inline.untagged(translation)]
         unit.rich_target = [StringElem(_decode(found, table))]
+
+
+def _check_entities(unit: xliff.xliffunit) -> None:
+    """MalformedDocument if the unit's source holds an entity reference (see the module's
+    docstring)."""
+    source = unit.source_dom
+    for entity in [] if source is None else source.iter(lxml.etree.Entity):
+        raise_malformed(
+            f"unit '{unit.xmlelement.get('id')}' holds the entity reference {entity}, which is not "
+            "expanded; write the characters it stands for instead"
+        )
 
 
 def raise_malformed(why: str) -> None:

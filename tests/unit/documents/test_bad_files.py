@@ -225,3 +225,39 @@ def test_text_paragraphs_are_counted_before_their_segments_are_made() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 150 * 2**20
+
+
+def _xliff(source: bytes, doctype: bytes) -> bytes:
+    return (
+        b'<?xml version="1.0"?>\n' + doctype + b'<xliff version="1.2" '
+        b'xmlns="urn:oasis:names:tc:xliff:document:1.2"><file source-language="en" '
+        b'target-language="de" datatype="plaintext" original="x"><body>'
+        b'<trans-unit id="u1"><source>' + source + b"</source></trans-unit></body></file></xliff>"
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("source", "doctype"),
+    [
+        (b"say &a;", b'<!DOCTYPE xliff [<!ENTITY a "hello">]>'),
+        (b"a &xxe; b", b'<!DOCTYPE xliff [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>'),
+        (b"x &foo; y", b'<!DOCTYPE xliff SYSTEM "http://127.0.0.1:9/xliff.dtd">'),
+    ],
+)
+def test_an_xliff_entity_reference_is_refused_at_upload(source: bytes, doctype: bytes) -> None:
+    """The parser expands no entity: a unit holding one was read, translated, and then its
+    target could not be written (lxml's entity nodes have no writable text): the job
+    failed after its work. Now a 400 at upload, and /etc/passwd is never read."""
+    with pytest.raises(MalformedDocument, match="unit 'u1' holds the entity reference &"):
+        extract(FORMATS["xliff"], _xliff(source, doctype), DocumentLimits())
+
+
+def test_xliff_character_references_and_a_doctype_alone_are_read_and_rebuilt() -> None:
+    doctype = (
+        b'<!DOCTYPE xliff PUBLIC "-//XLIFF//DTD XLIFF//EN" '
+        b'"http://www.oasis-open.org/committees/xliff/documents/xliff.dtd">'
+    )
+    data = _xliff(b"x &amp; &#65; &lt;y", doctype)
+    segments = extract(FORMATS["xliff"], data, DocumentLimits())
+    assert [s.text for s in segments] == ["x & A <y"]
+    assert b">X &amp; A &lt;Y</target>" in rebuild(FORMATS["xliff"], data, ["X & A <Y"])
