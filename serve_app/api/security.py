@@ -1,4 +1,5 @@
-"""Request-level protection: optional API keys and a limit on the request body's size.
+"""Request-level protection: optional API keys, a limit on the request body's size, and the
+security headers of every answer (``api/headers.py``).
 
 Both are ASGI middlewares in front of the routes, so a refused request costs no parsing and
 no engine work. Keys come from an environment variable and/or a file (never from the config
@@ -25,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from serve_app.api.bodies import replay as _replay
 from serve_app.api.compat.common import one, read_params
 from serve_app.api.errors import service_error_response
+from serve_app.api.headers import SecurityHeadersMiddleware
 from serve_app.core.config import SecurityConfig
 from serve_app.core.context import current_key
 from serve_app.core.errors import (
@@ -118,7 +120,9 @@ def install_security(
     ``body_key_prefix``, whose clients may send the key as an ``api_key`` parameter).
     With a store, ``api/keys.py``'s middleware checks keys instead: stored keys too (when
     ``store_keys``), and every key's usage counted and limited in the store.
-    ``upload_limits``: path prefixes that take larger bodies (document uploads)."""
+    ``upload_limits``: path prefixes that take larger bodies (document uploads). Every answer
+    gets the security headers (``api/headers.py``), refusals included."""
+    docs = (app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url)
     limits = BodyLimits(config.max_body_bytes, upload_limits)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=config.max_body_bytes, limits=limits)
     if store is not None:
@@ -140,6 +144,7 @@ def install_security(
             max_body_bytes=config.max_body_bytes,
             limits=limits,
         )
+    app.add_middleware(SecurityHeadersMiddleware, own_scripts=[p for p in docs if p])
 
 
 def _digest(key: str | bytes) -> bytes:
