@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from serve_app.api.anonymous_usage import AnonymousUsage
 from serve_app.api.bodies import BodyCheckMiddleware
+from serve_app.api.body_deadline import BodyDeadlineMiddleware
 from serve_app.api.compat.deepl import deepl_router
 from serve_app.api.compat.libre import libre_router
 from serve_app.api.compat.openai.router import openai_router
@@ -50,6 +51,12 @@ def create_app(
     prefix = service.config.compat.libretranslate_prefix
     install_security(
         app, service.config.security, prefix, store, _upload_limits(service, documents)
+    )
+    security = service.config.security  # the deadline covers every body read behind it
+    app.add_middleware(
+        BodyDeadlineMiddleware,
+        timeout_s=security.body_timeout_s,
+        min_rate=security.body_min_bytes_per_s,
     )
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)
     app.add_middleware(RequestIdMiddleware)

@@ -36,6 +36,7 @@ STATUS: dict[type[e.ServiceError], int] = {
     e.TextTooLong: 413,
     e.BatchTooLarge: 413,
     e.BodyTooLarge: 413,
+    e.RequestTimeout: 408,
     e.Unauthorized: 401,
     e.Forbidden: 403,
     e.Overloaded: 503,
@@ -149,6 +150,10 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
 
 async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if isinstance(exc.__cause__, e.ServiceError):
+        # FastAPI's "error parsing the body" over a service error raised while the body was
+        # read (``RequestTimeout``, from the body deadline): answered as that error.
+        return service_error_response(exc.__cause__, request)
     if exc.status_code == 400:
         # FastAPI's "error parsing the body": not UTF-8, or not decodable at all.
         message = f"Invalid request: the body could not be parsed ({exc.detail})."

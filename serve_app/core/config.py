@@ -331,7 +331,8 @@ class CompatConfig(_Strict):
 
 
 class SecurityConfig(_Strict):
-    """Optional API keys and the request body limit (see ``security.py``)."""
+    """Optional API keys, the request body limit (see ``security.py``) and the deadline for
+    receiving a body (``body_deadline.py``)."""
 
     api_keys_env: str | None = Field(
         None,
@@ -343,6 +344,22 @@ class SecurityConfig(_Strict):
     )
     max_body_bytes: int = Field(
         1 << 20, ge=1024, description="Largest request body accepted, in bytes (413 beyond)."
+    )
+    body_timeout_s: float = Field(
+        30,
+        gt=0,
+        description="Seconds a request's whole body may take to arrive once the request "
+        "reaches the replica, plus 1 s per body_min_bytes_per_s bytes of it (its "
+        "Content-Length, or what a chunked body has sent so far); beyond, 408 "
+        "request_timeout with Connection: close (api/body_deadline.py). A client dribbling "
+        "its body holds one of the replica's max_ongoing_requests places meanwhile; neither "
+        "Ray's proxy nor its HAProxy ingress bounds that (docs/hostile-input.md).",
+    )
+    body_min_bytes_per_s: int = Field(
+        64 * 1024,
+        ge=1,
+        description="The slowest upload rate a large body is given time for (see "
+        "body_timeout_s): a 1 MiB body 16 s more, a 20 MiB document upload 320 s more.",
     )
     store_keys: bool = Field(
         False,

@@ -72,6 +72,13 @@ class BodyTooLarge(ClientError):
     code = "body_too_large"
 
 
+class RequestTimeout(ClientError):
+    """The request's body did not arrive within its deadline (``security.body_timeout_s``):
+    a client sending it too slowly, or stalled."""
+
+    code = "request_timeout"
+
+
 class Unauthorized(ClientError):
     code = "unauthorized"
 
