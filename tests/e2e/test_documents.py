@@ -203,3 +203,52 @@ def test_a_paragraph_of_too_many_runs_is_refused_at_upload(served_docs: str) -> 
     )
     assert r.status_code == 413, r.text
     assert "200 parts" in r.json()["error"]
+
+
+def test_hostile_po_and_xliff_are_refused_fast_and_downloads_are_sandboxed(
+    served_docs: str,
+) -> None:
+    """docs/hostile-input.md's crafted bilingual files through the proxy: a 5 MB PO entry of
+    one million comment lines (polib's cost is the square of those: 33 s of the replica's
+    one reading thread, then as long again at rebuild) is a 413 in seconds, and the reading
+    thread is free for the next upload; an XLIFF unit holding an entity reference (it was
+    translated, then the job failed writing its target) is a 400 at upload. A translated
+    HTML file comes back under a policy that runs none of its scripts."""
+    po = b'msgid ""\nmsgstr ""\n\n' + b"#. x\n" * 1_000_000 + b'msgid "Hello"\nmsgstr ""\n'
+    start = time.monotonic()
+    r = httpx.post(
+        f"{served_docs}/v2/document",
+        files={"file": ("big.po", po)},
+        data={"target_lang": "DE"},
+        headers={"Authorization": "DeepL-Auth-Key any-key"},
+        timeout=120,
+    )
+    assert r.status_code == 413, r.text
+    assert "more than 2000 comment" in r.json()["message"]
+    assert time.monotonic() - start < 15
+    xliff = (
+        b'<?xml version="1.0"?>\n<!DOCTYPE xliff [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>'
+        b'<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2"><file '
+        b'source-language="en" target-language="de" datatype="plaintext" original="x"><body>'
+        b'<trans-unit id="u1"><source>Hi &xxe;</source></trans-unit></body></file></xliff>'
+    )
+    form = {"target_lang": "de", "source_lang": "en"}
+    r = httpx.post(
+        f"{served_docs}/documents", files={"file": ("a.xlf", xliff)}, data=form, timeout=60
+    )
+    assert r.status_code == 400, r.text
+    assert "entity reference &xxe;" in r.json()["error"]["message"]
+    page = b"<html><body><p>Hello.</p><script>alert(1)</script></body></html>"
+    r = httpx.post(
+        f"{served_docs}/documents", files={"file": ("p.html", page)}, data=form, timeout=60
+    )
+    assert r.status_code == 201, r.text
+    assert r.headers["x-content-type-options"] == "nosniff"
+    doc = r.json()["id"]
+    assert _wait_done(served_docs, doc)["status"] == "done"
+    r = httpx.get(f"{served_docs}/documents/{doc}/result", timeout=60)
+    assert r.headers["content-type"].startswith("text/html")
+    assert b"<script>alert(1)</script>" in r.content
+    policy = r.headers["content-security-policy"]
+    assert "sandbox" in policy
+    assert "default-src 'none'" in policy
