@@ -3,12 +3,14 @@ HTML document is downloaded under a policy that runs none of its scripts."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
 import pytest
 
 from serve_app.api.headers import API_POLICY
+from serve_app.api.web.router import load_static
 from tests.unit.api.test_documents_api import AUTH, finish, make
 from tests.unit.api.test_web_page import make_client
 
@@ -91,3 +93,18 @@ async def test_the_page_keeps_its_policy_and_the_api_docs_their_scripts() -> Non
         assert docs.status_code == 200
         assert "content-security-policy" not in docs.headers  # Swagger UI comes from a CDN
         assert docs.headers["x-frame-options"] == "DENY"
+
+
+def test_the_page_writes_text_never_markup() -> None:
+    """Translations and error messages hold whatever the client or the model wrote
+    (``<img src=x onerror=alert(1)>``): the page's scripts show them through
+    ``textContent`` only, and nothing in them parses a string as HTML or code."""
+    sinks = re.compile(
+        r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|"
+        r"setTimeout\(\s*[\"'`]|\.srcdoc|createContextualFragment|DOMParser"
+    )
+    for name, file in load_static().items():
+        if name.endswith(".js") or name.endswith(".html"):
+            text = file.body.decode()
+            assert not sinks.findall(text), name
+            assert "<script>" not in text, name  # inline scripts: the policy forbids them
