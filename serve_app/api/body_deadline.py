@@ -4,8 +4,8 @@ A client may send its headers and then dribble the body, a byte every few second
 request holds one of the replica's ongoing-request places (``max_ongoing_requests``) the
 whole time, and HAProxy's client timeout (an hour) does not cut a connection that sends
 something now and then; nor does Ray's generated HAProxy config set ``timeout
-http-request`` (which bounds the headers only, unless the body is buffered). A few dozen
-such connections would hold a replica.
+http-request`` (which bounds the headers only, unless the body is buffered). 60 such
+clients held both replicas of the e2e cluster (docs/hostile-input.md).
 
 ``BodyDeadlineMiddleware`` gives the whole body ``timeout_s`` from the moment the request
 reaches the app, plus one second per ``min_rate`` bytes of it (the declared

@@ -126,6 +126,8 @@ def cluster(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
             # Greedy (not the chat family's sampling): the random model's answers repeat.
             "prompt": {"family": "chat", "sampling": {"temperature": 0.0}},
             "limits": {"max_input_tokens": 512, "max_batch_items": 8},
+            # A body must arrive within 2 s (test_slow_requests.py): slow bodies cut quickly.
+            "security": {"body_timeout_s": 2},
         },
         runtime_env={"env_vars": {"VLLM_CPU_KVCACHE_SPACE": "1"}},
         # Room for the 20 requests of the disconnect test on one replica plus the probes.
