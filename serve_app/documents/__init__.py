@@ -25,6 +25,7 @@ from serve_app.documents.base import (
     check_requests,
     check_segments,
     keep_space,
+    xml_text,
 )
 from serve_app.documents.bilingual import PoFormat, XliffFormat
 from serve_app.documents.markup import HtmlFormat, MarkdownFormat
@@ -104,7 +105,12 @@ def extract(fmt: DocumentFormat, data: bytes, limits: DocumentLimits) -> list[Se
 
 
 def rebuild(fmt: DocumentFormat, data: bytes, translations: Sequence[str]) -> bytes:
-    """The file with ``translations`` (one per segment of ``extract``) written in."""
+    """The file with ``translations`` (one per segment of ``extract``) written in. A format
+    written as XML gets them without the characters XML cannot hold (``base.xml_text``): a
+    model's answer holding an escape or a NUL failed the whole job when its file was
+    assembled."""
+    if fmt.xml_text:
+        translations = [xml_text(t) for t in translations]
     return _guarded(fmt, lambda: fmt.rebuild(data, translations))
 
 

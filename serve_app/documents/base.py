@@ -69,6 +69,10 @@ class DocumentFormat(ABC):
     parse_errors: ClassVar[tuple[type[BaseException], ...]] = ()
     # A ZIP package (Office formats): its unpacked size is checked before parsing.
     zipped: ClassVar[bool] = False
+    # Its library writes XML 1.0 (Office parts, XLIFF), which cannot hold C0 controls but tab,
+    # line feed and carriage return, nor U+FFFE, U+FFFF or a surrogate: ``rebuild`` drops
+    # them from the translations (``xml_text``).
+    xml_text: ClassVar[bool] = False
     # Segments are fragments of this markup format (``html``, ``markdown``): they are
     # translated as requests in that format, through the markup-preserving flow.
     markup: ClassVar[str | None] = None
@@ -98,6 +102,16 @@ def decode_text(data: bytes, what: str) -> str:
         raise MalformedDocument(
             f"The {what} file is not valid UTF-8 text (byte {exc.start}); save it as UTF-8."
         ) from exc
+
+
+# What XML 1.0 cannot hold (its Char production), as models may write it.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` without the characters XML 1.0 cannot hold (a model's translation may have
+    an escape, a NUL or a vertical tab: lxml and openpyxl refuse to write them)."""
+    return _NOT_XML.sub("", text)
 
 
 def with_neighbours(texts: Sequence[str]) -> list[str]:

@@ -134,6 +134,7 @@ class XliffFormat(DocumentFormat):
     name = "xliff"
     extensions = (".xliff", ".xlf")
     media_type = "application/x-xliff+xml"
+    xml_text = True
     parse_errors = (lxml.etree.XMLSyntaxError, ValueError, AttributeError, TypeError)
 
     def extract(self, data: bytes) -> list[Segment]:

@@ -111,6 +111,7 @@ class RunsFormat(DocumentFormat):
     """An Office Open XML format whose paragraphs' runs are translated, formatting kept."""
 
     zipped: ClassVar[bool] = True
+    xml_text: ClassVar[bool] = True
 
     @abstractmethod
     def open(self, data: bytes) -> Package:

@@ -66,6 +66,7 @@ class XlsxFormat(DocumentFormat):
         lxml.etree.XMLSyntaxError,
     )
     zipped = True
+    xml_text = True
 
     def extract(self, data: bytes) -> list[Segment]:
         texts = [str(c.value).strip() for c in _Workbook(data, self).cells]

@@ -261,3 +261,20 @@ def test_xliff_character_references_and_a_doctype_alone_are_read_and_rebuilt() -
     segments = extract(FORMATS["xliff"], data, DocumentLimits())
     assert [s.text for s in segments] == ["x & A <y"]
     assert b">X &amp; A &lt;Y</target>" in rebuild(FORMATS["xliff"], data, ["X & A <Y"])
+
+
+@pytest.mark.parametrize("name", ["docx", "pptx", "xlsx", "xliff"])
+@pytest.mark.parametrize("junk", ["\x1b", "\x00", "\x0b\x0c", "\ufffe\uffff", "\x08"])
+def test_a_translation_holding_what_xml_cannot_is_written_without_it(name: str, junk: str) -> None:
+    """A model may answer with an escape, a NUL or a vertical tab (random weights do): the
+    libraries of the XML formats refused to write it, and the job failed when its file was
+    assembled, after all its segments were translated."""
+    data = SAMPLES[name]()
+    texts = [s.text for s in extract(FORMATS[name], data, DocumentLimits())]
+    out = rebuild(FORMATS[name], data, [f"{t}{junk}!" for t in texts])
+    if name == "xliff":  # read back: the targets
+        written = out.decode()
+    else:
+        written = "\n".join(s.text for s in extract(FORMATS[name], out, DocumentLimits()))
+    assert "!" in written
+    assert not any(c in written for c in junk)
