@@ -12,6 +12,8 @@ An XLIFF unit whose source holds an entity reference other than XML's own (``&na
 declared in the file's DTD or in an external one, never expanded: the parser resolves no
 entity) is refused at upload: translate-toolkit read it, but could not write the unit's
 target (lxml's entity nodes have no writable text), so the job failed after translating.
+A comment or processing instruction in a unit's source is dropped, the text around it kept
+(``_drop_comments``).
 
 polib appends each comment line and each continued string line to its entry's field with
 ``+=`` on an attribute, a copy of the whole field per line: an entry of n such lines costs
@@ -89,9 +91,12 @@ class _Xliff:
         self.units = []
         self.encoded = []
         for unit in self.store.units:
-            if unit.isheader() or not unit.istranslatable() or not unit.source.strip():
+            if unit.isheader() or not unit.istranslatable():
                 continue
             _check_entities(unit)
+            _drop_comments(unit.source_dom)
+            if not unit.source.strip():
+                continue
             table: dict[int, Any] = {}
             nodes = [x for elem in unit.rich_source for x in _encode(elem, table)]
             self.units.append(unit)
@@ -124,6 +129,24 @@ def _check_entities(unit: xliff.xliffunit) -> None:
             f"unit '{unit.xmlelement.get('id')}' holds the entity reference {entity}, which is not "
             "expanded; write the characters it stands for instead"
         )
+
+
+def _drop_comments(source: Any) -> None:
+    """Removes the comments and processing instructions of a unit's source, keeping the
+    text after each: translate-toolkit skipped a comment together with that text (``a
+    <!-- c --> b`` was read, translated and written back as ``a``) and failed on a
+    processing instruction (TypeError). The rebuilt file's source holds neither."""
+    if source is None:
+        return
+    for node in list(source.iter(lxml.etree.Comment, lxml.etree.ProcessingInstruction)):
+        parent, before = node.getparent(), node.getprevious()
+        if parent is None:
+            continue
+        if before is not None:
+            before.tail = (before.tail or "") + (node.tail or "")
+        else:
+            parent.text = (parent.text or "") + (node.tail or "")
+        parent.remove(node)
 
 
 def raise_malformed(why: str) -> None:

@@ -263,6 +263,29 @@ def test_xliff_character_references_and_a_doctype_alone_are_read_and_rebuilt() -
     assert b">X &amp; A &lt;Y</target>" in rebuild(FORMATS["xliff"], data, ["X & A <Y"])
 
 
+@pytest.mark.parametrize(
+    ("source", "text", "target"),
+    [
+        (b"one <!-- note --> two", "one two", b">ONE TWO</target>"),
+        (b"one <?pi x?> two", "one two", b">ONE TWO</target>"),
+        (
+            b'one <g id="1">two <!-- c --> three</g><?p q?> four',
+            "one <g1>two three</g1> four",
+            b'>ONE <g id="1">TWO THREE</g> FOUR</target>',
+        ),
+    ],
+)
+def test_xliff_comments_and_processing_instructions_keep_the_text_after_them(
+    source: bytes, text: str, target: bytes
+) -> None:
+    """translate-toolkit skipped a comment with the text after it (the unit was read,
+    translated and written back as ``one``) and could not read a processing instruction
+    (400 "TypeError")."""
+    data = _xliff(source, b"")
+    assert [s.text for s in extract(FORMATS["xliff"], data, DocumentLimits())] == [text]
+    assert target in rebuild(FORMATS["xliff"], data, [text.upper().replace("G1>", "g1>")])
+
+
 @pytest.mark.parametrize("name", ["docx", "pptx", "xlsx", "xliff"])
 @pytest.mark.parametrize("junk", ["\x1b", "\x00", "\x0b\x0c", "\ufffe\uffff", "\x08"])
 def test_a_translation_holding_what_xml_cannot_is_written_without_it(name: str, junk: str) -> None:
