@@ -12,8 +12,10 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 import h11
@@ -72,8 +74,8 @@ def slow_requests(n: int) -> list[Slow]:
     return out
 
 
-def read_answer(sock: socket.socket, conn: h11.Connection, slow: Slow) -> None:
-    """Reads the response (if any) with h11 into ``slow``."""
+def events(sock: socket.socket, conn: h11.Connection) -> Iterator[Any]:
+    """The answer's h11 events, read from ``sock`` as needed, up to its end (or the socket's)."""
     while True:
         event = conn.next_event()
         if event is h11.NEED_DATA:
@@ -81,13 +83,20 @@ def read_answer(sock: socket.socket, conn: h11.Connection, slow: Slow) -> None:
             if not data:
                 return
             conn.receive_data(data)
-        elif isinstance(event, h11.Response):
+            continue
+        yield event
+        if isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
+            return
+
+
+def read_answer(sock: socket.socket, conn: h11.Connection, slow: Slow) -> None:
+    """Reads the response (if any) with h11 into ``slow``."""
+    for event in events(sock, conn):
+        if isinstance(event, h11.Response):
             slow.status = event.status_code
             slow.headers = {k.decode(): v.decode("latin-1") for k, v in event.headers}
         elif isinstance(event, h11.Data):
             slow.answer += event.data
-        elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
-            return
 
 
 def dribble(url: str, slow: Slow, stop: threading.Event) -> None:
@@ -280,21 +289,13 @@ def first_answer(sock: socket.socket, expect_continue: bool) -> tuple[int, bytes
     conn.send(h11.EndOfMessage())
     status, body = 0, b""
     with contextlib.suppress(h11.RemoteProtocolError, ConnectionResetError):
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                data = sock.recv(65536)
-                if not data:
-                    break
-                conn.receive_data(data)
-            elif isinstance(event, h11.InformationalResponse) and expect_continue:
+        for event in events(sock, conn):
+            if isinstance(event, h11.InformationalResponse) and expect_continue:
                 return event.status_code, b""
-            elif isinstance(event, h11.Response):
+            if isinstance(event, h11.Response):
                 status = event.status_code
             elif isinstance(event, h11.Data):
                 body += event.data
-            elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
-                break
     return status, body
 
 
