@@ -107,8 +107,12 @@ async def main_async(ns: argparse.Namespace) -> dict[str, Any]:
     ns.stream = False
     before, before_order = earlier(ns.out, ns.append)
     ctx = context(ns)
-    results = [await one(ctx, n, ns) for n in ns.replica_counts]
     engine = json.loads(ctx.config.engine.model_dump_json())
+    results: list[dict[str, Any]] = []
+    for n in ns.replica_counts:
+        results.append(await one(ctx, n, ns))
+        # Written after each count: a call cut by its time limit keeps the counts it measured.
+        write(ns.out, assemble(machine(), engine, results, before, before_order))
     return assemble(machine(), engine, results, before, before_order)
 
 
