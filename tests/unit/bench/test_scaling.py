@@ -112,3 +112,30 @@ def test_alternated_counts_pool_their_rounds_and_keep_their_order(
     more = _part(tmp_path, "--replicas", "1", "--append")
     assert more["order"] == [1, 2, 1, 2, 1]
     assert len({r["replicas"]: r for r in more["results"]}[1]["runs"]) == 6
+
+
+def test_a_call_cut_after_some_counts_keeps_their_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A device call's time limit stops the bench while a count is starting (2026-11-29:
+    ``1,2,2,1`` measured 1 and 2, then SIGTERM, which ``main`` turns into ``sys.exit``): the
+    report of the counts already measured is on disk."""
+    measured = _fake_one(40.0)
+    twos = 0
+
+    async def cut(ctx: Any, replicas: int, ns: argparse.Namespace) -> dict[str, Any]:
+        nonlocal twos
+        twos += replicas == 2
+        if twos == 2:
+            raise SystemExit(143)
+        return await measured(ctx, replicas, ns)
+
+    monkeypatch.setattr(scaling, "one", cut)
+    flags = ["--model", "tiny-model", "--serve-config", str(ROOT / "serve_config.cpu.yaml")]
+    ns = scaling.parser().parse_args([*flags, "--replicas", "1,2,2,1", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        asyncio.run(scaling.main_async(ns))
+    kept = json.loads((tmp_path / "scaling.json").read_text())
+    assert kept["order"] == [1, 2]
+    assert kept["scaling_ratio"] == round(80.5 / 40.5, 3)
+    assert (tmp_path / "scaling.md").exists()
