@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # What nothing the API answers needs: scripts, styles, frames, plugins, forms, its origin.
@@ -29,6 +29,20 @@ ALWAYS = {
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
 }
+
+
+def secure(headers: MutableHeaders, policy: bool = True) -> None:
+    """Sets ``ALWAYS`` and, with ``policy``, ``API_POLICY`` on an answer's headers; a header
+    the answer has already is kept, not sent twice."""
+    for name, value in ALWAYS.items():
+        headers.setdefault(name, value)
+    if policy:
+        headers.setdefault("Content-Security-Policy", API_POLICY)
+
+
+def secured(headers: Headers) -> bool:
+    """Whether an answer has ``ALWAYS``: one this module's middleware has seen (the app's)."""
+    return all(name in headers for name in ALWAYS)
 
 
 class SecurityHeadersMiddleware:
@@ -49,11 +63,7 @@ class SecurityHeadersMiddleware:
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                for name, value in ALWAYS.items():
-                    headers.setdefault(name, value)
-                if policy:
-                    headers.setdefault("Content-Security-Policy", API_POLICY)
+                secure(MutableHeaders(scope=message), policy=policy)
             await send(message)
 
         await self.app(scope, receive, with_headers)

@@ -1,4 +1,5 @@
-"""Headers that Ray's HTTP proxy would fail on, cleaned before it reads them.
+"""What Ray's HTTP proxy runs in front of its own code: request headers it would fail on are
+cleaned before it reads them, and the answers Ray writes itself get the app's security headers.
 
 Ray Serve's proxy decodes ``X-Request-ID``, ``serve_multiplexed_model_id`` and the session id
 header as strict UTF-8 before any replica runs: a client that sends ``X-Request-ID: \\xff``
@@ -8,13 +9,23 @@ that ``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH`` names (set to
 its own, so this one runs first: it drops those headers when their value is not UTF-8, and
 keeps only the first ``X-Request-ID`` that is a valid id (the proxy then makes one; the
 replica answers the id it used, ``api/middleware.py``).
+
+The same middlewares wrap what Ray answers itself, outside the app: the proxy's 404 for a path
+no application serves, its 503 while no replica is ready, its 408/500 on a timeout or an
+error, and, behind the HAProxy ingress, the replica's own HTTP server's answers (a 503 when its
+queue is full, a 408 past ``x-request-timeout-seconds``), which Ray also wraps in them. Those
+had none of the security headers the app puts on its answers (``api/headers.py``); they get
+them here. An answer that has them is the app's and passes as it is (its API docs keep their
+own policy). HAProxy's own answers never reach Ray's Python code (docs/hostile-input.md).
 """
 
 from __future__ import annotations
 
+from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from serve_app.api.headers import secure, secured
 from serve_app.api.middleware import valid_request_id
 
 IMPORT_PATH = "serve_app.serving.proxy_headers:middlewares"
@@ -58,6 +69,29 @@ class CleanHeadersMiddleware:
         await self.app(scope, receive, send)
 
 
+class RayAnswerHeadersMiddleware:
+    """Gives an answer that Ray wrote (one without the app's security headers) those headers
+    and the API's policy."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])  # optional in ASGI
+                headers = MutableHeaders(scope=message)
+                if not secured(headers):
+                    secure(headers)
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
 def middlewares() -> list[Middleware]:
-    """Ray's proxy callback: the middlewares it puts in front of its own."""
-    return [Middleware(CleanHeadersMiddleware)]
+    """Ray's proxy callback: the middlewares it puts in front of its own (the last outermost)."""
+    return [Middleware(RayAnswerHeadersMiddleware), Middleware(CleanHeadersMiddleware)]

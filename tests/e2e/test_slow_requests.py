@@ -407,3 +407,26 @@ def test_expect_continue_over_the_body_limit_is_refused_before_the_body(served: 
     assert exchange(served, small, expect_continue=True)[0] == 100
     status, body = exchange(served, small + ITEM_BODY)
     assert status == 200, body[:300]
+
+
+def test_an_answer_ray_writes_itself_carries_the_security_headers(served: str) -> None:
+    """Behind HAProxy the replica's own HTTP server, not the app, answers a request past its
+    ``x-request-timeout-seconds`` (here 0.5 s of a body that never comes, before the app's
+    2 s body deadline): Ray's 408 in plain text. It carries the app's security headers, put
+    there by the proxy callback (serving/proxy_headers.py) that Ray wraps around that server
+    too; the route prefix is ``/``, so no path reaches the proxy's own 404."""
+    parsed = urlsplit(served)
+    stalled = _post(f"Content-Length: {N}\r\nx-request-timeout-seconds: 0.5\r\n")
+    with socket.create_connection((parsed.hostname, parsed.port), timeout=10) as sock:
+        sock.sendall(stalled)
+        conn = h11.Connection(h11.CLIENT)
+        conn.send(h11.Request(method="GET", target="/", headers=[("Host", "x")]))
+        conn.send(h11.EndOfMessage())  # h11's side only: it reads the answer to it
+        answer = next(e for e in events(sock, conn) if isinstance(e, h11.Response))
+    headers = {k.decode(): v.decode("latin-1") for k, v in answer.headers}
+    assert answer.status_code == 408, headers
+    assert headers["content-type"].startswith("text/plain"), headers  # Ray's, not the app's
+    assert headers.get("x-content-type-options") == "nosniff", headers
+    assert headers.get("x-frame-options") == "DENY", headers
+    assert headers.get("referrer-policy") == "no-referrer", headers
+    assert "default-src 'none'" in headers.get("content-security-policy", ""), headers

@@ -1,11 +1,22 @@
-"""The headers Ray's proxy would answer 500 to are cleaned before it reads them."""
+"""The headers Ray's proxy would answer 500 to are cleaned before it reads them, and the
+answers Ray writes itself get the app's security headers."""
 
 from __future__ import annotations
 
 import asyncio
 
-from starlette.types import Message, Scope
+import pytest
+from fastapi import FastAPI
+from ray.serve._private import http_util
+from ray.serve._private.http_util import (
+    _apply_middlewares,
+    configure_http_middlewares,
+    convert_object_to_asgi_messages,
+)
+from ray.serve.config import HTTPOptions
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from serve_app.api.headers import ALWAYS, API_POLICY, SecurityHeadersMiddleware
 from serve_app.serving.proxy_headers import IMPORT_PATH, CleanHeadersMiddleware, clean_headers
 from serve_app.tools.launcher import PROXY_CALLBACK, ray_env
 
@@ -53,3 +64,63 @@ def test_the_launcher_exports_the_callback_for_rays_proxy() -> None:
     env = ray_env(config)
     assert env == {"RAY_SERVE_X": "1", "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH": IMPORT_PATH}
     assert PROXY_CALLBACK == IMPORT_PATH
+
+
+def _answer_through_rays_stack(app: ASGIApp, path: str = "/x") -> list[tuple[bytes, bytes]]:
+    """The headers ``app``'s answer has once wrapped as Ray's proxy (and the replica's own
+    HTTP server) wraps its ASGI app: Ray's middlewares, then the callback's."""
+    options = configure_http_middlewares(HTTPOptions())
+    wrapped = _apply_middlewares(app, options.middlewares)
+    started: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            started.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": path, "headers": [], "query_string": b""}
+    asyncio.run(wrapped(scope, receive, send))
+    return [(bytes(k).lower(), bytes(v)) for k, v in started[0]["headers"]]
+
+
+@pytest.fixture
+def callback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray's proxy configured as ``launcher.ray_env`` configures it."""
+    monkeypatch.setattr(http_util, "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", IMPORT_PATH)
+
+
+@pytest.mark.parametrize(
+    ("status", "extra"), [(404, []), (503, [(b"retry-after", b"1")]), (500, []), (408, [])]
+)
+def test_rays_own_answers_get_the_security_headers_once(
+    callback: None, status: int, extra: list[tuple[bytes, bytes]]
+) -> None:
+    async def ray_answer(scope: Scope, receive: Receive, send: Send) -> None:
+        for message in convert_object_to_asgi_messages("no", status, extra_headers=extra):
+            await send(message)
+
+    headers = _answer_through_rays_stack(ray_answer)
+    expected = {k.lower().encode(): v.encode() for k, v in ALWAYS.items()}
+    expected[b"content-security-policy"] = API_POLICY.encode()
+    for name, value in expected.items():
+        assert headers.count((name, value)) == 1, (name, headers)
+    assert [name for name, _ in headers].count(b"content-security-policy") == 1
+    assert (b"content-type", b"text/plain; charset=utf-8") in headers
+    assert all(h in headers for h in extra)
+
+
+def test_the_apps_answers_pass_unchanged(callback: None) -> None:
+    """The app's answers have the headers: none is added twice, and its API docs (no policy,
+    Swagger's scripts come from a CDN) get none."""
+    app = FastAPI()
+    app.add_middleware(SecurityHeadersMiddleware, own_scripts=["/docs"])
+
+    for path in ("/docs", "/missing"):
+        alone = _answer_through_rays_stack(app, path)
+        names = [name for name, _ in alone]
+        assert len(names) == len(set(names)), alone
+        assert names.count(b"x-content-type-options") == 1
+        has_policy = b"content-security-policy" in names
+        assert has_policy == (path != "/docs")
