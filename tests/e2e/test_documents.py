@@ -14,12 +14,15 @@ from pathlib import Path
 
 import deepl
 import httpx
+import lxml.etree
 import pytest
 
 from serve_app.tools.launcher import derive_config
 from tests.conftest import ROOT
 from tests.docsamples import CHECKS, SAMPLES
 from tests.e2e.conftest import free_port, serve_cluster
+from tests.e2e.replicas import replica_processes
+from tests.unit.documents.test_bad_files import _xliff
 from tests.unit.documents.test_package import HI, MAIN, XXE, replaced, sheet
 
 DONE_TIMEOUT_S = 900
@@ -252,3 +255,65 @@ def test_hostile_po_and_xliff_are_refused_fast_and_downloads_are_sandboxed(
     policy = r.headers["content-security-policy"]
     assert "sandbox" in policy
     assert "default-src 'none'" in policy
+
+
+def test_xliff_comments_keep_their_text_and_xml_formats_end_done(served_docs: str) -> None:
+    """docs/hostile-input.md's XLIFF and XML-output fixes on the real engine: a comment and a
+    processing instruction in a unit's source are dropped and the text on both sides of them
+    is what the job translates (translate-toolkit read ``Hello`` alone, the instruction was a
+    400); an XLIFF and a Word file whose translations the random model writes (it may answer
+    characters XML cannot hold) end ``done`` with files their parsers read."""
+    xliff = _xliff(b"Hello <!-- note --> world <?pi x?> again", b"")
+    docx = SAMPLES["docx"]()
+    form = {"target_lang": "de", "source_lang": "en"}
+    created = {}
+    for name, data in (("a.xlf", xliff), ("b.docx", docx)):
+        files = {"file": (name, data)}
+        r = httpx.post(f"{served_docs}/documents", files=files, data=form, timeout=60)
+        assert r.status_code == 201, r.text
+        created[name] = r.json()
+    assert created["a.xlf"]["segments_total"] == 1
+    assert created["a.xlf"]["characters_total"] == len("Hello world again")
+    results = {}
+    for name, job in created.items():
+        status = _wait_done(served_docs, job["id"])
+        assert status["status"] == "done", status
+        r = httpx.get(f"{served_docs}/documents/{job['id']}/result", timeout=60)
+        assert r.status_code == 200
+        results[name] = r.content
+    root = lxml.etree.fromstring(results["a.xlf"])
+    targets = root.findall(".//{urn:oasis:names:tc:xliff:document:1.2}target")
+    assert len(targets) == 1
+    assert not targets[0].xpath("comment() | processing-instruction()")
+    CHECKS["docx"](docx, results["b.docx"], anything)
+
+
+def _peak_rss(pid: int) -> int:
+    """The process's peak resident memory so far (VmHWM), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise LookupError(f"no VmHWM for process {pid}")
+
+
+def test_a_text_file_of_newlines_is_split_fast_in_little_memory(served_docs: str) -> None:
+    """3 million newlines between two words: the greedy blank-line rule kept a backtracking
+    state per line (~700 MB of the replica's memory for this file); now the upload is read in
+    seconds, the job has the two words' segments, and the replica's peak memory, read before
+    and after the job, barely moves."""
+    (replica,) = replica_processes()
+    before = _peak_rss(replica.pid)
+    data = b"a" + b"\n" * 3_000_000 + b"b"
+    start = time.monotonic()
+    r = httpx.post(
+        f"{served_docs}/documents",
+        files={"file": ("lines.txt", data, "text/plain")},
+        data={"target_lang": "de", "source_lang": "en"},
+        timeout=60,
+    )
+    assert r.status_code == 201, r.text
+    assert time.monotonic() - start < 10
+    assert r.json()["segments_total"] == 2
+    assert _wait_done(served_docs, r.json()["id"])["status"] == "done"
+    grown = _peak_rss(replica.pid) - before
+    assert grown < 200 * 2**20, f"the replica's peak memory grew by {grown / 2**20:.0f} MiB"
