@@ -1,14 +1,16 @@
 """What Ray's HTTP proxy runs in front of its own code: request headers it would fail on are
 cleaned before it reads them, and the answers Ray writes itself get the app's security headers.
 
-Ray Serve's proxy decodes ``X-Request-ID``, ``serve_multiplexed_model_id`` and the session id
-header as strict UTF-8 before any replica runs: a client that sends ``X-Request-ID: \\xff``
-gets a 500 from the proxy, which no replica can answer otherwise. Ray applies the middlewares
-that ``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH`` names (set to
+Ray Serve's proxy decodes ``X-Request-ID``, ``serve_multiplexed_model_id``, the session id
+header and its per-request hints (``x-request-timeout-seconds``,
+``x-request-disconnect-disabled``) as strict UTF-8 before any replica runs: a client that sends
+``X-Request-ID: \\xff`` gets a 500 from the proxy (or the replica's own HTTP server), which no
+replica can answer otherwise. Ray applies the middlewares that
+``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH`` names (set to
 ``serve_app.serving.proxy_headers:middlewares`` in the environment of ``ray start``) outside
 its own, so this one runs first: it drops those headers when their value is not UTF-8, and
-keeps only the first ``X-Request-ID`` that is a valid id (the proxy then makes one; the
-replica answers the id it used, ``api/middleware.py``).
+keeps only the first ``X-Request-ID`` that is a valid id (the proxy then makes one; the replica
+answers the id it used, ``api/middleware.py``).
 
 The same middlewares wrap what Ray answers itself, outside the app: the proxy's 404 for a path
 no application serves, its 503 while no replica is ready, its 408/500 on a timeout or an
@@ -33,8 +35,10 @@ REQUEST_ID = b"x-request-id"
 
 
 def _read_by_ray(name: bytes) -> bool:
-    """Headers whose value Ray's proxy or replica wrapper decodes as UTF-8."""
-    return name.lower().replace(b"-", b"_").startswith((b"serve", b"x_request_id"))
+    """Headers whose value Ray's proxy or replica wrapper decodes as UTF-8: its own
+    (``serve_*``) and its request hints (``x-request-id``, ``x-request-timeout-seconds``,
+    ``x-request-disconnect-disabled``)."""
+    return name.lower().replace(b"-", b"_").startswith((b"serve", b"x_request_"))
 
 
 def _utf8(value: bytes) -> bool:

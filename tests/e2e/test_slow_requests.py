@@ -430,3 +430,14 @@ def test_an_answer_ray_writes_itself_carries_the_security_headers(served: str) -
     assert headers.get("x-frame-options") == "DENY", headers
     assert headers.get("referrer-policy") == "no-referrer", headers
     assert "default-src 'none'" in headers.get("content-security-policy", ""), headers
+
+
+def test_rays_request_hints_not_in_utf8_get_no_500(served: str) -> None:
+    """The replica's own HTTP server decodes ``x-request-timeout-seconds`` and
+    ``x-request-disconnect-disabled`` as UTF-8 before any route runs (Ray's proxy too): a
+    ``\\xff`` in either was its plain 500. The proxy callback drops them; the request is
+    served."""
+    for name in ("x-request-timeout-seconds", "x-request-disconnect-disabled"):
+        head = _post(f"Content-Length: {N}\r\n{name}: ").removesuffix(b"\r\n")
+        status, body = exchange(served, head + b"\xff\r\n\r\n" + ITEM_BODY, timeout_s=60)
+        assert status == 200, (name, status, body[:300])

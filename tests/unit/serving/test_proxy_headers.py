@@ -42,6 +42,18 @@ def test_serve_headers_that_ray_decodes_are_dropped_when_not_utf8() -> None:
     assert clean_headers(headers) == [headers[-1]]
 
 
+def test_rays_request_hints_are_dropped_when_not_utf8() -> None:
+    """Ray decodes them before any route runs: ``x-request-timeout-seconds: \\xff`` was a
+    500 from its proxy and from the replica's own HTTP server."""
+    headers = [
+        (b"x-request-timeout-seconds", b"\xff"),
+        (b"X-Request-Disconnect-Disabled", b"?\xc3"),
+        (b"x-request-timeout-seconds", b"30"),
+        (b"x-other", b"\xff"),
+    ]
+    assert clean_headers(headers) == headers[2:]
+
+
 def test_the_middleware_passes_the_cleaned_scope_on() -> None:
     seen: list[Scope] = []
 
