@@ -40,6 +40,14 @@ def check_name(name: str, limits: StoreLimits, what: str) -> str:
     return name
 
 
+def may_name_a_row(row_id: str) -> bool:
+    """Whether ``row_id`` can be an id this store made (hex and UUIDs): one that holds a
+    control character or a lone surrogate (``/documents/%00``, a ``glossary_id`` of
+    ``"\\u0000"``) names no row, and is answered as not found on both backends;
+    PostgreSQL's driver refused to compare it (a 500)."""
+    return bad_character(row_id) is None
+
+
 def check_lang(code: str, what: str) -> str:
     code = code.strip().lower()
     if not code or len(code) > MAX_LANG_CHARS or bad_character(code) or " " in code:

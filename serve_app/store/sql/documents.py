@@ -23,6 +23,7 @@ from serve_app.store.validation import (
     check_segments,
     clean_translation,
     encode_options,
+    may_name_a_row,
 )
 
 _JOB_COLUMNS = (
@@ -48,6 +49,8 @@ def _not_found(job_id: str) -> DocumentNotFound:
 
 
 async def _fetch_job(db: Database, tx: Tx, owner: str | None, job_id: str) -> DocumentJob:
+    if not may_name_a_row(job_id):
+        raise _not_found(job_id)
     sql = f"SELECT {_JOB_COLUMNS} FROM documents WHERE id = ? AND expires_at > ?"
     args: list[Any] = [job_id, db.now()]
     if owner is not None:
@@ -319,6 +322,8 @@ async def fail_job(db: Database, job_id: str, error: str) -> DocumentJob:
 
 
 async def delete(db: Database, owner: str, job_id: str) -> None:
+    if not may_name_a_row(job_id):
+        raise _not_found(job_id)
     async with db.tx() as tx:
         row = await tx.fetchrow(
             "DELETE FROM documents WHERE id = ? AND owner = ? AND expires_at > ? RETURNING id",

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from serve_app.core.errors import GlossaryNotFound, LimitReached
 from serve_app.store.protocol import DictionaryInfo, Glossary, GlossaryDictionary
 from serve_app.store.sql.database import Database, Row, Tx
-from serve_app.store.validation import check_dictionaries_async, check_name
+from serve_app.store.validation import check_dictionaries_async, check_name, may_name_a_row
 
 
 def _not_found(glossary_id: str) -> GlossaryNotFound:
@@ -89,6 +89,8 @@ async def list_all(db: Database, owner: str) -> list[Glossary]:
 
 
 async def get(db: Database, owner: str, glossary_id: str) -> Glossary:
+    if not may_name_a_row(glossary_id):
+        raise _not_found(glossary_id)
     async with db.tx() as tx:
         row = await tx.fetchrow(
             "SELECT id, name, owner, created_at FROM glossaries WHERE id = ? AND owner = ?",
@@ -105,6 +107,8 @@ async def entries(
     db: Database, owner: str, glossary_id: str, source_lang: str, target_lang: str
 ) -> tuple[tuple[str, str], ...]:
     source_lang, target_lang = source_lang.strip().lower(), target_lang.strip().lower()
+    if not all(map(may_name_a_row, (glossary_id, source_lang, target_lang))):
+        raise _not_found(glossary_id)
     async with db.tx() as tx:
         exists = await tx.fetchrow(
             "SELECT 1 FROM glossary_dictionaries d JOIN glossaries g ON g.id = d.glossary_id "
@@ -130,6 +134,8 @@ async def entries(
 
 
 async def delete(db: Database, owner: str, glossary_id: str) -> None:
+    if not may_name_a_row(glossary_id):
+        raise _not_found(glossary_id)
     async with db.tx() as tx:
         row = await tx.fetchrow(
             "DELETE FROM glossaries WHERE id = ? AND owner = ? RETURNING id", glossary_id, owner

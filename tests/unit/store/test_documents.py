@@ -219,6 +219,20 @@ async def test_text_postgres_cannot_hold_is_refused_or_cleaned(store: Store) -> 
     assert await store.segment_translations(job.id) == ["ab?"]
 
 
+@pytest.mark.parametrize("job_id", ["a\x00b", "\x00", "\ud800", "id\x1b"])
+async def test_an_id_no_row_can_hold_is_not_found(store: Store, job_id: str) -> None:
+    """A NUL or a lone surrogate (``/documents/%00/result``) failed in PostgreSQL's driver
+    (a 500): not found, as on SQLite."""
+    await new_job(store, ["x"])
+    for owner in ("k1", None):
+        with pytest.raises(DocumentNotFound):
+            await store.get_document(owner, job_id)
+        with pytest.raises(DocumentNotFound):
+            await store.document_result(owner, job_id)
+    with pytest.raises(DocumentNotFound):
+        await store.delete_document("k1", job_id)
+
+
 async def test_deleted_document_is_gone(store: Store) -> None:
     job = await new_job(store, ["x"])
     await store.delete_document("k1", job.id)

@@ -121,3 +121,17 @@ async def test_unknown_ids_are_not_found(store: Store) -> None:
         await store.get_glossary("k1", "no-such-id")
     with pytest.raises(GlossaryNotFound):
         await store.delete_glossary("k1", "x" * 10_000)
+
+
+@pytest.mark.parametrize("glossary_id", ["a\x00b", "\x00", "\ud800", "id\x1b"])
+async def test_an_id_no_row_can_hold_is_not_found(store: Store, glossary_id: str) -> None:
+    """A NUL or a lone surrogate (``/glossaries/%00``, a JSON ``"\\u0000"``) failed in
+    PostgreSQL's driver (a 500): not found, as on SQLite."""
+    with pytest.raises(GlossaryNotFound):
+        await store.get_glossary("k1", glossary_id)
+    with pytest.raises(GlossaryNotFound):
+        await store.glossary_entries("k1", glossary_id, "en", "de")
+    with pytest.raises(GlossaryNotFound):
+        await store.glossary_entries("k1", "no-such-id", "en\x00", "de")
+    with pytest.raises(GlossaryNotFound):
+        await store.delete_glossary("k1", glossary_id)
