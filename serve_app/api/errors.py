@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from serve_app.core import errors as e
 
@@ -159,7 +160,22 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
         message = f"Invalid request: the body could not be parsed ({exc.detail})."
         return _respond(request, 422, e.InvalidRequest.code, message)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    return _respond(request, exc.status_code, code, str(exc.detail), exc.headers)
+    headers = exc.headers
+    if exc.status_code == 405:
+        headers = {**(headers or {}), "Allow": allowed_methods(request)}
+    return _respond(request, exc.status_code, code, str(exc.detail), headers)
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method a route serves at the request's path, for a 405's ``Allow``: Starlette
+    names only those of the first route there (``/v2/glossaries/{id}`` answered ``Allow:
+    GET`` and served DELETE; ``/v2/languages``, GET and POST, ``Allow: GET``)."""
+    methods: set[str] = set()
+    for route in getattr(request.app, "routes", []):
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return ", ".join(sorted(methods))
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -1,0 +1,63 @@
+"""HTTP semantics over the app with the fake engine: methods no route serves at a path
+(405 with every method that is served there in ``Allow``, in the called API's shape)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from serve_app.api.app import create_app
+from serve_app.core.config import AppConfig
+from serve_app.core.documents_config import DocumentsConfig
+from serve_app.documents.replica import ReplicaDocuments
+from serve_app.store.sqlite import open_sqlite
+from serve_app.translation.service import TranslationService
+from tests.fakes import FakeEngine
+
+AUTH = {"Authorization": "DeepL-Auth-Key test-key"}
+
+
+@pytest.fixture
+async def client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """Every route: the native, DeepL, LibreTranslate and OpenAI APIs, documents and
+    glossaries (a SQLite store)."""
+    service = TranslationService(
+        AppConfig.model_validate({"prompt": {"family": "chat"}}), FakeEngine()
+    )
+    await service.start()
+    store = await open_sqlite(str(tmp_path / "store.db"))
+    documents = ReplicaDocuments(service, store, DocumentsConfig(), "replica-1")
+    app = create_app(service, store=store, documents=documents)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=AUTH) as c:
+        yield c
+    await documents.stop()
+    await store.close()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("PUT", "/v2/glossaries/g1", "DELETE, GET"),
+        ("PATCH", "/v3/glossaries/g1", "DELETE, GET"),
+        ("PUT", "/v2/languages", "GET, POST"),
+        ("DELETE", "/v2/glossaries", "GET, POST"),
+        ("TRACE", "/documents/d1", "DELETE, GET"),
+        ("PUT", "/glossaries/g1", "DELETE, GET"),
+        ("OPTIONS", "/libretranslate/languages", "GET, POST"),
+        ("FOO", "/v2/document/d1/result", "GET, POST"),
+    ],
+)
+async def test_a_405_names_every_method_served_at_the_path(
+    client: httpx.AsyncClient, method: str, path: str, allowed: str
+) -> None:
+    """Starlette's ``Allow`` named the methods of the first route at the path only (``GET``
+    for each of these)."""
+    r = await client.request(method, path)
+    assert r.status_code == 405, r.text
+    assert r.headers["allow"] == allowed
+    shape = {"/v2": {"message"}, "/v3": {"message"}, "/libretranslate": {"error"}}
+    assert set(r.json()) == shape.get(path[: path.index("/", 1)], {"error"}), r.text
