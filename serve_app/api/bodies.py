@@ -11,6 +11,10 @@ an ``InvalidRequest`` with a message that says what is wrong and where; the erro
 (``api/errors.py``) answers it in the called API's own shape (422 native, 400 DeepL and
 LibreTranslate).
 
+A body sent compressed (``Content-Encoding: gzip``, ``deflate``, ``br``, ``zstd``,
+``compress``) is refused (415) before anything reads it: nothing here decompresses, and the
+compressed bytes were refused as "not valid UTF-8" or "broken multipart" instead.
+
 ``BodyCheckMiddleware`` checks the JSON body of every route (FastAPI parses the native
 routes' bodies itself; once checked, they parse the same); the compatibility APIs read
 their parameters through ``decode_json`` and ``decode_form`` (``compat/common.py``); every
@@ -37,7 +41,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from serve_app.api.body_models import body_route, validate_for_route
 from serve_app.api.errors import printable, service_error_response
 from serve_app.core.aio import sized
-from serve_app.core.errors import BodyTooLarge, InvalidRequest
+from serve_app.core.errors import BodyTooLarge, InvalidRequest, UnsupportedContentEncoding
 from serve_app.core.gc_pause import gc_paused
 
 MAX_DEPTH = 32  # the API's own bodies nest 4 levels deep
@@ -286,10 +290,23 @@ def _batch_texts(path: Path) -> bool:
 DEFERRED: dict[str, Deferred] = {"/translate/batch": _batch_texts}
 
 
+# Content codings that compress: a body in one of them cannot be read as sent. Others (a
+# client's "Content-Encoding: utf-8", meant as a charset) are left to the body's own checks.
+COMPRESSIONS = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd", "compress", "x-compress"})
+
+
+def compressed_with(headers: Any) -> str | None:
+    """The compressing content coding a request's body is declared in, or None."""
+    declared = str(headers.get("content-encoding", "")).lower()
+    codings = [c.strip() for c in declared.split(",")]
+    return next((c for c in codings if c in COMPRESSIONS), None)
+
+
 class BodyCheckMiddleware:
-    """Refuses, before any route runs, a JSON body that ``decode_json`` refuses (a body with
-    a JSON content type, or with none, which FastAPI reads as JSON): in the shape of the API
-    it was sent to. The buffered body is then replayed to the route."""
+    """Refuses, before any route runs, a compressed body (415), and a JSON body that
+    ``decode_json`` refuses (a body with a JSON content type, or with none, which FastAPI
+    reads as JSON): in the shape of the API it was sent to. The buffered body is then
+    replayed to the route."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -298,7 +315,14 @@ class BodyCheckMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        media = media_type(Request(scope).headers)
+        headers = Request(scope).headers
+        if coding := compressed_with(headers):
+            message = f"Content-Encoding {coding} is not supported: send the body uncompressed."
+            response = service_error_response(UnsupportedContentEncoding(message), Request(scope))
+            response.headers["Accept-Encoding"] = "identity"
+            await response(scope, receive, send)
+            return
+        media = media_type(headers)
         if media and not is_json(media):
             await self.app(scope, receive, send)
             return

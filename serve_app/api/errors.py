@@ -37,6 +37,7 @@ STATUS: dict[type[e.ServiceError], int] = {
     e.TextTooLong: 413,
     e.BatchTooLarge: 413,
     e.BodyTooLarge: 413,
+    e.UnsupportedContentEncoding: 415,
     e.RequestTimeout: 408,
     e.Unauthorized: 401,
     e.Forbidden: 403,

@@ -72,6 +72,13 @@ class BodyTooLarge(ClientError):
     code = "body_too_large"
 
 
+class UnsupportedContentEncoding(InvalidRequest):
+    """A request body compressed (``Content-Encoding: gzip``, ``br``...): bodies are read
+    as sent, never decompressed."""
+
+    code = "unsupported_content_encoding"
+
+
 class RequestTimeout(ClientError):
     """The request's body did not arrive within its deadline (``security.body_timeout_s``):
     a client sending it too slowly, or stalled."""

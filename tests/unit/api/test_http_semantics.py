@@ -1,8 +1,11 @@
 """HTTP semantics over the app with the fake engine: methods no route serves at a path
-(405 with every method that is served there in ``Allow``, in the called API's shape)."""
+(405 with every method that is served there in ``Allow``), compressed request bodies (415);
+in the called API's shape."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -61,3 +64,47 @@ async def test_a_405_names_every_method_served_at_the_path(
     assert r.headers["allow"] == allowed
     shape = {"/v2": {"message"}, "/v3": {"message"}, "/libretranslate": {"error"}}
     assert set(r.json()) == shape.get(path[: path.index("/", 1)], {"error"}), r.text
+
+
+ITEM = {"text": "Hello", "source_lang": "en", "target_lang": "de"}
+SHAPES = {
+    "/translate": lambda body: set(body["error"]) == {"code", "message"},
+    "/v2/translate": lambda body: set(body) == {"message"},
+    "/libretranslate/translate": lambda body: set(body) == {"error"},
+    "/v1/chat/completions": lambda body: body["error"]["type"] == "invalid_request_error",
+}
+
+
+@pytest.mark.parametrize("path", list(SHAPES))
+@pytest.mark.parametrize("coding", ["gzip", "br", "deflate", "identity, gzip"])
+async def test_a_compressed_body_is_a_415(
+    client: httpx.AsyncClient, path: str, coding: str
+) -> None:
+    """Nothing decompresses a request body: compressed JSON was refused as "not valid UTF-8"
+    (422/400); a gzip bomb is refused unread."""
+    body = gzip.compress(b"{" + b" " * (10 << 20) + b"}")
+    headers = {"Content-Type": "application/json", "Content-Encoding": coding}
+    r = await client.post(path, content=body, headers=headers)
+    assert r.status_code == 415, r.text
+    assert r.headers["accept-encoding"] == "identity"
+    assert "send the body uncompressed" in r.text
+    assert SHAPES[path](r.json()), r.text
+
+
+async def test_a_compressed_upload_is_a_415(client: httpx.AsyncClient) -> None:
+    form = {"target_lang": "de"}
+    files = {"file": ("a.txt", b"Hello.")}
+    request = client.build_request("POST", "/documents", data=form, files=files)
+    headers = {**request.headers, "Content-Encoding": "gzip"}
+    r = await client.post("/documents", content=gzip.compress(request.read()), headers=headers)
+    assert r.status_code == 415, r.text
+    assert r.json()["error"]["code"] == "unsupported_content_encoding"
+
+
+async def test_a_content_encoding_that_compresses_nothing_is_served(
+    client: httpx.AsyncClient,
+) -> None:
+    for coding in ("identity", "utf-8"):  # a charset where a coding belongs: clients do
+        headers = {"Content-Type": "application/json", "Content-Encoding": coding}
+        r = await client.post("/translate", content=json.dumps(ITEM), headers=headers)
+        assert r.status_code == 200, (coding, r.text)
