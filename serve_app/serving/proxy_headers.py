@@ -19,6 +19,14 @@ queue is full, a 408 past ``x-request-timeout-seconds``), which Ray also wraps i
 had none of the security headers the app puts on its answers (``api/headers.py``); they get
 them here. An answer that has them is the app's and passes as it is (its API docs keep their
 own policy). HAProxy's own answers never reach Ray's Python code (docs/hostile-input.md).
+
+Ray calls the callback in each process that runs one of its HTTP servers (its proxy, each
+replica behind the HAProxy ingress) just before it builds the server, with uvicorn's default
+WebSocket support. The app serves no WebSocket, and uvicorn's (websockets' sans-I/O
+handshake) never answered an upgrade request it could not parse: a ``POST`` with
+``Upgrade: websocket`` and a body got no answer, its connection held open by the replica
+and HAProxy (no server timeout) until the client left. ``serve_http_only`` turns uvicorn's
+WebSocket support off there: such a request is an HTTP request, answered by the app.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from __future__ import annotations
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn import config as uvicorn_config
 
 from serve_app.api.headers import secure, secured
 from serve_app.api.middleware import valid_request_id
@@ -96,6 +105,14 @@ class RayAnswerHeadersMiddleware:
         await self.app(scope, receive, with_headers)
 
 
+def serve_http_only() -> None:
+    """Ray's HTTP servers in this process are built without WebSocket support: Ray builds
+    them with uvicorn's default (``ws="auto"``), which this makes ``"none"``."""
+    uvicorn_config.WS_PROTOCOLS["auto"] = uvicorn_config.WS_PROTOCOLS["none"]
+
+
 def middlewares() -> list[Middleware]:
-    """Ray's proxy callback: the middlewares it puts in front of its own (the last outermost)."""
+    """Ray's proxy callback, called before it builds its HTTP server: the server serves HTTP
+    only, and the middlewares it puts in front of its own (the last outermost)."""
+    serve_http_only()
     return [Middleware(RayAnswerHeadersMiddleware), Middleware(CleanHeadersMiddleware)]

@@ -1,17 +1,21 @@
-"""The headers Ray's proxy would answer 500 to are cleaned before it reads them, and the
-answers Ray writes itself get the app's security headers."""
+"""The headers Ray's proxy would answer 500 to are cleaned before it reads them, the answers
+Ray writes itself get the app's security headers, and Ray's HTTP servers serve HTTP only."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 
 import pytest
+import uvicorn
 from fastapi import FastAPI
 from ray.serve._private import http_util
 from ray.serve._private.http_util import (
     _apply_middlewares,
     configure_http_middlewares,
     convert_object_to_asgi_messages,
+    start_asgi_http_server,
 )
 from ray.serve.config import HTTPOptions
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -99,8 +103,10 @@ def _answer_through_rays_stack(app: ASGIApp, path: str = "/x") -> list[tuple[byt
 
 @pytest.fixture
 def callback(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ray's proxy configured as ``launcher.ray_env`` configures it."""
+    """Ray's proxy configured as ``launcher.ray_env`` configures it (uvicorn's defaults,
+    which the callback changes, restored after the test)."""
     monkeypatch.setattr(http_util, "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", IMPORT_PATH)
+    monkeypatch.setitem(uvicorn.config.WS_PROTOCOLS, "auto", uvicorn.config.WS_PROTOCOLS["auto"])
 
 
 @pytest.mark.parametrize(
@@ -136,3 +142,61 @@ def test_the_apps_answers_pass_unchanged(callback: None) -> None:
         assert names.count(b"x-content-type-options") == 1
         has_policy = b"content-security-policy" in names
         assert has_policy == (path != "/docs")
+
+
+WEBSOCKET = (
+    b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+)
+
+
+async def _first_answer(port: int, request: bytes) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request)
+    try:
+        return await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    except TimeoutError:
+        return b""
+    finally:
+        writer.close()
+
+
+async def _answers_from_rays_http_server(requests: list[bytes]) -> list[bytes]:
+    """What the HTTP server Ray builds for its proxy and its replicas answers (its ASGI app a
+    FastAPI app with one HTTP route), configured by the callback as in production."""
+    app = FastAPI()
+
+    @app.post("/translate")
+    async def translate(body: dict[str, str]) -> dict[str, str]:
+        return body
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    options = configure_http_middlewares(HTTPOptions(host="127.0.0.1", port=port))
+    task, server = await start_asgi_http_server(app, options, event_loop=asyncio.get_running_loop())
+    await asyncio.sleep(0.5)
+    try:
+        return [await _first_answer(port, r) for r in requests]
+    finally:
+        server.should_exit = True
+        await task
+
+
+def test_an_upgrade_to_websocket_is_answered_as_http(callback: None) -> None:
+    """uvicorn's WebSocket handshake never answered an upgrade request with a body (the
+    connection stayed open, no byte sent) and refused the others in plain text; the app serves
+    no WebSocket, so Ray's HTTP server now serves HTTP only and the app answers them."""
+    body = json.dumps({"text": "hi"}).encode()
+    head = b"POST /translate HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+    requests = [
+        head + WEBSOCKET + b"Content-Length: %d\r\n\r\n" % len(body) + body,
+        head + WEBSOCKET + b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        b"GET /translate HTTP/1.1\r\nHost: t\r\n" + WEBSOCKET + b"\r\n",
+    ]
+    answers = asyncio.run(_answers_from_rays_http_server(requests))
+    # uvicorn reads no body after an upgrade's headers: the route finds none (its 422).
+    assert answers[0].startswith(b"HTTP/1.1 422 "), answers
+    assert answers[1].startswith(b"HTTP/1.1 422 "), answers
+    assert answers[2].startswith(b"HTTP/1.1 405 "), answers
+    assert all(b"content-type: application/json" in a for a in answers), answers
