@@ -23,15 +23,16 @@ async def read_params(request: Request) -> Params:
     """Every parameter as a list of values: from the query string and from a JSON object
     or form body (DeepL's and LibreTranslate's clients send both kinds; some send a form
     body even with GET), decoded strictly (``api/bodies.py``); a JSON list is one value per
-    element. Keys sent as a JSON array (or Rack-style, ``text[]``) are noted in
-    ``request.state.arrays``. Scalar parameters are read with ``one``, which refuses objects,
-    lists and files in their place."""
+    element. An empty body holds none, whatever its content type (clients that send
+    ``Content-Type: application/json`` on every request, GETs included). Keys sent as a
+    JSON array (or Rack-style, ``text[]``) are noted in ``request.state.arrays``. Scalar
+    parameters are read with ``one``, which refuses objects, lists and files in their place."""
     params: Params = {}
     request.state.arrays = set()
     for key, value in decode_form(request.scope.get("query_string", b""), "query string"):
         params.setdefault(_array_key(request, key), []).append(value)
     media = media_type(request.headers)
-    if is_json(media):
+    if is_json(media) and (await request.body()).strip():  # no body: no parameters in it
         for key, value in (await _json_object(request)).items():
             if isinstance(value, list):
                 request.state.arrays.add(key)

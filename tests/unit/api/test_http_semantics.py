@@ -1,6 +1,6 @@
 """HTTP semantics over the app with the fake engine: methods no route serves at a path
-(405 with every method that is served there in ``Allow``), compressed request bodies (415);
-in the called API's shape."""
+(405 with every method that is served there in ``Allow``), compressed request bodies (415),
+GETs that declare a JSON body and send none; in the called API's shape."""
 
 from __future__ import annotations
 
@@ -108,3 +108,24 @@ async def test_a_content_encoding_that_compresses_nothing_is_served(
         headers = {"Content-Type": "application/json", "Content-Encoding": coding}
         r = await client.post("/translate", content=json.dumps(ITEM), headers=headers)
         assert r.status_code == 200, (coding, r.text)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v2/languages"),
+        ("GET", "/v2/glossaries"),
+        ("GET", "/v2/usage"),
+        ("POST", "/v2/usage"),
+        ("GET", "/v2/glossary-language-pairs"),
+    ],
+)
+async def test_an_empty_body_declared_as_json_holds_no_parameters(
+    client: httpx.AsyncClient, method: str, path: str
+) -> None:
+    """Clients that send ``Content-Type: application/json`` on every request: DeepL's GETs
+    were a 400 "body is not valid JSON" for the body they did not send."""
+    for body in (b"", b" \r\n"):
+        headers = {"Content-Type": "application/json"}
+        r = await client.request(method, path, content=body, headers=headers)
+        assert r.status_code == 200, (body, r.text)
