@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import gzip
 import json
 import re
 import socket
@@ -137,12 +138,14 @@ def test_the_issues_hard_inputs_through_the_proxy(served: str) -> None:
 # -- hostile headers, as raw bytes (httpx refuses control characters and some bytes) ---------
 
 
-def raw_request(url: str, request: bytes, half_close: bool = False) -> tuple[int, list, bytes]:
+def raw_request(
+    url: str, request: bytes, half_close: bool = False, timeout: float = 120
+) -> tuple[int, list, bytes]:
     """Sends ``request`` as it is over a socket, reads the answer with h11: (status, headers,
     body), or (0, [], b"") when the server closed the connection without one."""
     parsed = urlsplit(url)
     conn = h11.Connection(h11.CLIENT)
-    with socket.create_connection((parsed.hostname, parsed.port), timeout=120) as sock:
+    with socket.create_connection((parsed.hostname, parsed.port), timeout=timeout) as sock:
         sock.sendall(request)
         if half_close:
             sock.shutdown(socket.SHUT_WR)
@@ -245,3 +248,54 @@ def test_hostile_headers_on_every_route_get_no_5xx(served: str) -> None:
             hostile.check_answer(case, status, {k.decode(): v for k, v in headers}, body)
     save_report("hostile_headers", {"requests": len(jobs), "statuses": dict(
         collections.Counter(str(s) for s, _, _ in answers))})  # fmt: skip
+
+
+# -- HTTP semantics: methods, upgrades, content codings, empty bodies ------------------------
+
+WEBSOCKET = [
+    (b"Upgrade", b"websocket"), (b"Connection", b"Upgrade"), (b"Sec-WebSocket-Version", b"13"),
+    (b"Sec-WebSocket-Key", b"dGhlIHNhbXBsZSBub25jZQ=="),
+]  # fmt: skip
+
+
+def _raw(
+    method: bytes, path: bytes, headers: list[tuple[bytes, bytes]], body: bytes = b""
+) -> bytes:
+    lines = [method + b" " + path + b" HTTP/1.1", b"Host: probe", b"Connection: close"]
+    lines += [k + b": " + v for k, v in headers]
+    if body:
+        lines.append(b"Content-Length: " + str(len(body)).encode())
+    return b"\r\n".join([*lines, b"", b""]) + body
+
+
+def test_http_semantics_through_the_proxy(served: str) -> None:
+    """Through HAProxy and the replicas' own HTTP servers (raw requests; httpx refuses some):
+    an upgrade to WebSocket is an HTTP request the app answers (uvicorn's handshake left one
+    with a body unanswered, its connection held, and refused the others in plain text); a 405
+    names every method served at the path; a compressed body is a 415 (it was "not valid
+    UTF-8"); a GET that declares a JSON body and sends none is served (it was a 400)."""
+    json_h = [(b"Content-Type", b"application/json"), (b"Authorization", b"DeepL-Auth-Key x")]
+    item = json.dumps(ITEM).encode()
+    languages = next(r for r in hostile.ROUTES if r.path == "/v2/languages")
+    translate = hostile.Route("POST", "/translate", "native", ITEM)
+    cases = [  # (route, request, status; None: any answer below 500, in the route's shape)
+        (translate, _raw(b"POST", b"/translate", WEBSOCKET + json_h, item), None),
+        (translate, _raw(b"POST", b"/translate/stream", WEBSOCKET + json_h, item), None),
+        (languages, _raw(b"POST", b"/v2/languages", WEBSOCKET + json_h, b'{"type": "x"}'), None),
+        (languages, _raw(b"GET", b"/v2/languages", WEBSOCKET + json_h), 200),
+        (languages, _raw(b"GET", b"/v2/languages", json_h), 200),
+        (languages, _raw(b"PUT", b"/v2/languages", json_h), 405),
+        (translate, _raw(b"POST", b"/translate", [*json_h, (b"Content-Encoding", b"gzip")],
+                         gzip.compress(b"{" + b" " * (8 << 20) + b"}")), 415),
+    ]  # fmt: skip
+    for route, request, expected in cases:
+        start = time.monotonic()
+        status, headers, body = raw_request(served, request, timeout=30)
+        seconds = round(time.monotonic() - start, 1)
+        assert 0 < status < 500, (request[:120], status, body[:300], seconds)
+        assert expected is None or status == expected, (request[:120], status, body[:300])
+        hostile.check_answer(
+            hostile.Case(route, request, {}), status, {k.decode(): v for k, v in headers}, body
+        )
+        allow = [v for k, v in headers if k == b"allow"]
+        assert status != 405 or allow == [b"GET, POST"], allow
