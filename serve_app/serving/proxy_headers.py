@@ -10,7 +10,11 @@ replica can answer otherwise. Ray applies the middlewares that
 ``serve_app.serving.proxy_headers:middlewares`` in the environment of ``ray start``) outside
 its own, so this one runs first: it drops those headers when their value is not UTF-8, and
 keeps only the first ``X-Request-ID`` that is a valid id (the proxy then makes one; the replica
-answers the id it used, ``api/middleware.py``).
+answers the id it used, ``api/middleware.py``). Ray also takes its hints from any client:
+``x-request-disconnect-disabled: ?1`` stopped it from cancelling a request whose client had
+gone (the engine kept generating, the admission place stayed taken), and a
+``x-request-timeout-seconds`` of 0 turned its request timeout off. The first is dropped from
+every request, the second unless it is a positive number of seconds.
 
 The same middlewares wrap what Ray answers itself, outside the app: the proxy's 404 for a path
 no application serves, its 503 while no replica is ready, its 408/500 on a timeout or an
@@ -31,6 +35,8 @@ WebSocket support off there: such a request is an HTTP request, answered by the 
 
 from __future__ import annotations
 
+import math
+
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -41,6 +47,9 @@ from serve_app.api.middleware import valid_request_id
 
 IMPORT_PATH = "serve_app.serving.proxy_headers:middlewares"
 REQUEST_ID = b"x-request-id"
+# Ray's per-request hints, which it takes from any client: these two are the operator's.
+DISCONNECT_DISABLED = b"x-request-disconnect-disabled"
+TIMEOUT_S = b"x-request-timeout-seconds"
 
 
 def _read_by_ray(name: bytes) -> bool:
@@ -58,6 +67,23 @@ def _utf8(value: bytes) -> bool:
     return True
 
 
+def _positive_seconds(value: bytes) -> bool:
+    try:
+        seconds = float(value.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return 0 < seconds < math.inf
+
+
+def _operators_only(name: bytes, value: bytes) -> bool:
+    """Ray's hints that would take a guarantee away from the service: ``?1`` in
+    ``x-request-disconnect-disabled`` keeps a request running after its client has gone
+    (its engine work is not aborted, its admission place stays taken), and a timeout of 0 or
+    less turns Ray's request timeout off. A client may still ask for a timeout of its own."""
+    lowered = name.lower()
+    return lowered == DISCONNECT_DISABLED or (lowered == TIMEOUT_S and not _positive_seconds(value))
+
+
 def clean_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     out: list[tuple[bytes, bytes]] = []
     has_id = False
@@ -66,7 +92,7 @@ def clean_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes
             if has_id or not valid_request_id(value.decode("latin-1")):
                 continue
             has_id = True
-        elif _read_by_ray(name) and not _utf8(value):
+        elif (_read_by_ray(name) and not _utf8(value)) or _operators_only(name, value):
             continue
         out.append((name, value))
     return out

@@ -164,6 +164,15 @@ async def _post(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> in
     return (await client.post(f"{url}/translate", json=body)).status_code
 
 
+async def _post_not_to_be_cancelled(
+    client: httpx.AsyncClient, url: str, body: dict[str, Any]
+) -> int:
+    """A client asking Ray not to cancel its request when it goes (Ray's own hint, which it
+    takes from anyone): the proxy callback drops it, so the engine still aborts."""
+    headers = {"x-request-disconnect-disabled": "?1"}
+    return (await client.post(f"{url}/translate", json=body, headers=headers)).status_code
+
+
 async def _stream_then_hold(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> int:
     """Reads /translate/stream up to its first delta, then holds the stream open, unread."""
     async with client.stream("POST", f"{url}/translate/stream", json=body) as r:
@@ -204,7 +213,11 @@ async def _disconnect_scenario(url: str, send: Send) -> tuple[int, dict[str, int
 # Through HAProxy, run right after the overload test: with Ray's `option splice-request`,
 # HAProxy missed most closes of requests waiting for their answer (serve_app/tools/haproxy.py;
 # [translate] failed so, 2026-11-25); a stream's close it saw when it next wrote ([stream]).
-@pytest.mark.parametrize("send", [_post, _stream_then_hold], ids=["translate", "stream"])
+@pytest.mark.parametrize(
+    "send",
+    [_post, _stream_then_hold, _post_not_to_be_cancelled],
+    ids=["translate", "stream", "disconnect-disabled-asked"],
+)
 def test_client_disconnect_aborts_engine_requests(served: str, send: Send) -> None:
     busy, idle, seconds = asyncio.run(_disconnect_scenario(served, send))
     assert busy >= 2

@@ -58,6 +58,19 @@ def test_rays_request_hints_are_dropped_when_not_utf8() -> None:
     assert clean_headers(headers) == headers[2:]
 
 
+def test_rays_hints_that_take_a_guarantee_away_are_the_operators() -> None:
+    """Ray reads them from any client: ``x-request-disconnect-disabled: ?1`` kept a request
+    running after its client went, a timeout of 0 or less turned Ray's timeout off. A
+    positive timeout (a client's own, shorter or longer) stays."""
+    dropped = [
+        (b"x-request-disconnect-disabled", b"?1"),
+        (b"X-Request-Disconnect-Disabled", b"?0"),
+        *((b"x-request-timeout-seconds", v) for v in (b"0", b"-1", b"nan", b"inf", b"", b"1s")),
+    ]
+    kept = [(b"x-request-timeout-seconds", b"0.5"), (b"X-Request-Timeout-Seconds", b"1e3")]
+    assert clean_headers([*dropped, *kept]) == kept
+
+
 def test_the_middleware_passes_the_cleaned_scope_on() -> None:
     seen: list[Scope] = []
 
