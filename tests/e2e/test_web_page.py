@@ -115,15 +115,18 @@ def test_typing_streams_the_translation_and_shows_the_detected_language(
         assert re.fullmatch(r"Detected: English \(\d{1,3}% sure\)", detected), detected
         assert f"/ {MAX_TEXT_CHARS}" in (page.text_content("#counter") or "")
         assert page.is_visible("#options")  # the demo's chat family takes all three options
-        assert any(
-            streamed_in_pieces(page, f"{ENGLISH} ({n} of {STREAM_TRIES})")
-            for n in range(1, STREAM_TRIES + 1)
-        )
+        tries = []
+        for n in range(1, STREAM_TRIES + 1):
+            tries.append(shown_while_streaming(page, f"{ENGLISH} ({n} of {STREAM_TRIES})"))
+            if in_pieces(*tries[-1]):
+                break
+        assert in_pieces(*tries[-1]), f"each translation arrived whole: {tries}"
 
 
 # Random weights: an output may clean down to a few characters, arriving in one piece; a few
-# texts are tried until one shows partial text before the whole.
-STREAM_TRIES = 3
+# texts are tried until one shows partial text before the whole (3 tries all came whole once
+# in CI, on a loaded machine).
+STREAM_TRIES = 5
 
 
 def translate_until_output(page: Any) -> str:
@@ -136,13 +139,17 @@ def translate_until_output(page: Any) -> str:
     raise AssertionError("every translation was empty")
 
 
-def streamed_in_pieces(page: Any, text: str) -> bool:
-    """True when #output showed growing partial text before the final translation."""
+def shown_while_streaming(page: Any, text: str) -> tuple[list[str], str]:
+    """What #output showed while ``text`` was translated, and the final translation."""
     page.evaluate(WATCH_OUTPUT)
     page.fill("#text", text)
     page.keyboard.press("Control+Enter")
     final = wait_translated(page)
-    shown = [s for s in page.evaluate("() => window.__shown") if s]
+    return [s for s in page.evaluate("() => window.__shown") if s], final
+
+
+def in_pieces(shown: list[str], final: str) -> bool:
+    """True when #output showed growing partial text before the final translation."""
     partial = [s for s in shown if s != final]
     assert all(final.startswith(s) for s in partial), (shown, final)
     return len(partial) >= 1 and shown[-1] == final
