@@ -315,14 +315,14 @@ class BodyCheckMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = Request(scope).headers
-        if coding := compressed_with(headers):
+        request = Request(scope)
+        if coding := compressed_with(request.headers):
             message = f"Content-Encoding {coding} is not supported: send the body uncompressed."
-            response = service_error_response(UnsupportedContentEncoding(message), Request(scope))
+            response = service_error_response(UnsupportedContentEncoding(message), request)
             response.headers["Accept-Encoding"] = "identity"
             await response(scope, receive, send)
             return
-        media = media_type(headers)
+        media = media_type(request.headers)
         if media and not is_json(media):
             await self.app(scope, receive, send)
             return
@@ -332,7 +332,7 @@ class BodyCheckMiddleware:
             try:
                 await _check_body(scope, raw)
             except (InvalidRequest, BodyTooLarge) as exc:
-                response = service_error_response(exc, Request(scope))
+                response = service_error_response(exc, request)
                 await response(scope, replay(messages, receive), send)
                 return
         await self.app(scope, replay(messages, receive), send)
