@@ -96,7 +96,7 @@ def extract(fmt: DocumentFormat, data: bytes, limits: DocumentLimits) -> list[Se
             f"The document is {len(data)} bytes; at most {limits.max_bytes} are accepted."
         )
     if fmt.zipped:
-        check_package(fmt.name, data, limits)
+        _guarded(fmt, lambda: check_package(fmt.name, data, limits))
     segments = _guarded(fmt, lambda: fmt.extract_within(data, limits))
     check_segments(segments, limits)
     if fmt.markup is None:  # HTML and Markdown: counted while read (``extract_within``)

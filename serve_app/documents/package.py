@@ -16,17 +16,32 @@ checked first, in one streaming pass that holds no tree:
   ``max_package_elements``, and a DTD (``<!DOCTYPE``, where entity bombs and external
   entities live) is refused: Open Packaging Conventions forbid DTDs in a part, so no real
   Office file holds one. A part that is not XML (a picture) is skipped; one that starts
-  as XML and then breaks is malformed.
+  as XML and then breaks is malformed, as is one that lxml (python-docx's and
+  python-pptx's parser) reads but expat cannot (a part in UTF-32 or Shift_JIS: Open
+  Packaging Conventions allow only UTF-8 and UTF-16), which would otherwise go uncounted;
+- the stretches of a part without an element start (one start tag, comment or text node):
+  those over 64 KiB may take ``MAX_LONG_STRETCHES`` bytes in all. Expat (2.5, the one
+  CPython links) parses a token that spans its input chunks again from its start at every
+  chunk, and openpyxl feeds it 16 KiB at a time: a 190 MB attribute or comment (a 200 KB
+  upload) was hours of one core and the GIL. Parts are fed in 1 MiB chunks and an open
+  stretch past the allowance is refused at once, so the check stays linear.
+
+Any other failure of the decompressors on a damaged package (``zlib.error``, ``LZMAError``:
+a truncated or corrupted download) is a malformed file, never a 500.
 """
 
 from __future__ import annotations
 
 import io
+import lzma
 import pyexpat
 import re
 import zipfile
+import zlib
 from collections.abc import Callable
 from typing import IO
+
+import lxml.etree
 
 from serve_app.core.errors import DocumentTooLarge, MalformedDocument
 from serve_app.documents.base import DocumentLimits
@@ -36,6 +51,12 @@ _RANGE_ELEMENTS = frozenset({"mergeCell", "hyperlink", "comment"})
 _RANGE = re.compile(r"^\$?([A-Za-z]*)\$?([0-9]*):\$?([A-Za-z]*)\$?([0-9]*)$")
 _MAX_ROWS, _MAX_COLUMNS = 1_048_576, 16_384  # an Excel sheet's
 _ENCRYPTED = 0x1  # general purpose flag bit 0
+_CHUNK = 1 << 20  # bytes of a part fed to a parser at once
+_LONG = 64 * 1024  # a stretch without an element start longer than this is a long one
+# Bytes in long stretches a package may hold in all (an SVG's embedded picture is one).
+MAX_LONG_STRETCHES = 10 * 1024 * 1024
+_BROKEN = (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError)
+_UNPACKING = (zlib.error, lzma.LZMAError)  # a damaged compressed entry
 
 
 def check_package(name: str, data: bytes, limits: DocumentLimits) -> None:
@@ -49,9 +70,8 @@ def check_package(name: str, data: bytes, limits: DocumentLimits) -> None:
             for entry in entries:
                 if entry.file_size == 0:  # zipfile reads no more than it declares
                     continue
-                with package.open(entry) as stream:
-                    _count_part(stream, entry.filename, budget)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
+                _count_part(package, entry, budget)
+    except (*_BROKEN, *_UNPACKING) as exc:
         raise MalformedDocument(
             f"The file is not a valid {name} file: it is not a readable ZIP package ({exc})."
         ) from exc
@@ -74,12 +94,14 @@ def _check_entries(name: str, entries: list[zipfile.ZipInfo], limits: DocumentLi
 
 
 class _Budget:
-    """Elements counted so far across the package's parts, against their limit."""
+    """Elements counted so far across the package's parts, and bytes in long stretches,
+    against their limits."""
 
     def __init__(self, name: str, limit: int) -> None:
         self.name = name
         self.limit = limit
         self.used = 0
+        self.long = 0
 
     def spend(self, count: int, part: str) -> None:
         self.used += count
@@ -89,31 +111,101 @@ class _Budget:
                 f"runs, cells, ranges; reached in {part[:200]!r}); split it into smaller files."
             )
 
+    def stretch(self, length: int, part: str, *, done: bool = True) -> None:
+        """A stretch of ``length`` bytes without an element start; ``done=False`` for one
+        still open (checked, not yet counted)."""
+        if length <= _LONG:
+            return
+        if self.long + length > MAX_LONG_STRETCHES:
+            raise DocumentTooLarge(
+                f"The {self.name} file holds more than {MAX_LONG_STRETCHES} bytes of XML in "
+                f"stretches of over {_LONG} bytes without an element (a start tag, comment or "
+                f"text node; reached in {part[:200]!r}); Office files hold none so long."
+            )
+        if done:
+            self.long += length
 
-def _count_part(stream: IO[bytes], part: str, budget: _Budget) -> None:
-    """Counts the part's elements (and the cells its ranges cover) into ``budget``."""
-    parser = pyexpat.ParserCreate()
-    seen = budget.used
 
-    def start(tag: str, attrs: dict[str, str]) -> None:
-        budget.spend(1 + _range_cells(tag, attrs), part)
+class _Part:
+    """One part streamed through expat: its elements spent from the budget, and the byte
+    offset of its last element start (the open stretch ends there)."""
 
-    def doctype(*_: object) -> None:
+    def __init__(self, name: str, budget: _Budget) -> None:
+        self.name = name
+        self.budget = budget
+        self.elements = 0
+        self.last = 0
+        self.parser = pyexpat.ParserCreate()
+        self.parser.StartElementHandler = self._start
+        self.parser.StartDoctypeDeclHandler = self._doctype
+
+    def _start(self, tag: str, attrs: dict[str, str]) -> None:
+        here = self.parser.CurrentByteIndex
+        self.budget.stretch(here - self.last, self.name)
+        self.last = here
+        self.elements += 1
+        self.budget.spend(1 + _range_cells(tag, attrs), self.name)
+
+    def _doctype(self, *_: object) -> None:
         raise MalformedDocument(
-            f"The file is not a valid {budget.name} file: part {part[:200]!r} declares a "
-            "DTD (<!DOCTYPE>), which Office files never hold."
+            f"The file is not a valid {self.budget.name} file: part {self.name[:200]!r} "
+            "declares a DTD (<!DOCTYPE>), which Office files never hold."
         )
 
-    parser.StartElementHandler = start
-    parser.StartDoctypeDeclHandler = doctype
+    def feed(self, stream: IO[bytes]) -> None:
+        fed = 0
+        while chunk := stream.read(_CHUNK):
+            self.parser.Parse(chunk, False)
+            fed += len(chunk)
+            self.budget.stretch(fed - self.last, self.name, done=False)
+        self.parser.Parse(b"", True)
+        self.budget.stretch(fed - self.last, self.name)
+
+
+def _count_part(package: zipfile.ZipFile, entry: zipfile.ZipInfo, budget: _Budget) -> None:
+    """Counts the part's elements (and the cells its ranges cover) into ``budget``."""
+    part = _Part(entry.filename, budget)
+    where = f"The file is not a valid {budget.name} file: part {entry.filename[:200]!r}"
     try:
-        parser.ParseFile(stream)
-    except pyexpat.ExpatError as exc:
-        if budget.used > seen:  # XML that breaks on the way
+        with package.open(entry) as stream:
+            part.feed(stream)
+    except (pyexpat.ExpatError, ValueError) as exc:  # ValueError: a multi-byte encoding
+        if part.elements:  # XML that breaks on the way
+            raise MalformedDocument(f"{where}: {exc}") from exc
+        if _lxml_reads(package.read(entry)):
             raise MalformedDocument(
-                f"The file is not a valid {budget.name} file: part {part[:200]!r}: {exc}"
+                f"{where} is XML in an encoding other than UTF-8 or UTF-16, which Office "
+                "files never use."
             ) from exc
         # not XML at all (a picture, a printer setting): no library parses it as XML
+
+
+class _Found(Exception):
+    """An element, found by lxml."""
+
+
+class _FirstElement:
+    """An lxml parser target that stops the parse at the first element (no tree is built)."""
+
+    def start(self, tag: str, attrib: object, nsmap: object = None) -> None:
+        raise _Found
+
+    def close(self) -> None:
+        return None
+
+
+def _lxml_reads(data: bytes) -> bool:
+    """Whether lxml, as python-docx and python-pptx call it (``fromstring`` of the part's
+    bytes), finds an element in the part (parsed up to its first element or error: a
+    picture fails at its first byte). lxml's stream reader misses UTF-32 from a ZIP entry."""
+    parser = lxml.etree.XMLParser(target=_FirstElement(), resolve_entities=False)
+    try:
+        lxml.etree.fromstring(data, parser)
+    except _Found:
+        return True
+    except lxml.etree.XMLSyntaxError:
+        return False
+    return False
 
 
 def _range_cells(tag: str, attrs: dict[str, str]) -> int:

@@ -23,7 +23,7 @@ from tests.docsamples import CHECKS, SAMPLES
 from tests.e2e.conftest import free_port, serve_cluster
 from tests.e2e.replicas import replica_processes
 from tests.unit.documents.test_bad_files import _xliff
-from tests.unit.documents.test_package import HI, MAIN, XXE, replaced, sheet
+from tests.unit.documents.test_package import HI, MAIN, XXE, damaged, replaced, sheet
 
 DONE_TIMEOUT_S = 900
 
@@ -321,3 +321,36 @@ def test_a_text_file_of_newlines_is_split_fast_in_little_memory(served_docs: str
     assert _wait_done(served_docs, r.json()["id"])["status"] == "done"
     grown = _peak_rss(replica.pid) - before
     assert grown < 200 * 2**20, f"the replica's peak memory grew by {grown / 2**20:.0f} MiB"
+
+
+def test_damaged_and_crafted_packages_get_their_4xx_in_each_apis_shape(served_docs: str) -> None:
+    """A package whose deflated part is corrupted (a broken download: zlib's error was a
+    500), a part in UTF-32 (read by python-docx's lxml, uncounted by the expat check) and a
+    30 MB comment in a sheet (expat parsed it again at every chunk: minutes of the reading
+    thread for a 30 KB upload): a 400, 400 and 413 on each upload route, at once."""
+    xml = zipfile.ZipFile(io.BytesIO(SAMPLES["docx"]())).read(MAIN["docx"])
+    body = xml.split(b"?>", 1)[-1]
+    utf32 = ('<?xml version="1.0" encoding="utf-32"?>' + body.decode()).encode("utf-32")
+    cases = (
+        ("broken.docx", damaged(SAMPLES["docx"](), MAIN["docx"]), 400),
+        ("wide.docx", replaced(SAMPLES["docx"](), {MAIN["docx"]: utf32}), 400),
+        ("long.xlsx", sheet(f'<row r="1">{HI.format(ref="A1", text="hi")}</row>',
+                            "<!--" + "x" * 30_000_000 + "-->"), 413),
+    )  # fmt: skip
+    deepl_auth = {"Authorization": "DeepL-Auth-Key any-key"}
+    for name, data, status in cases:
+        files = {"file": (name, data)}
+        started = time.monotonic()
+        r = httpx.post(f"{served_docs}/documents", files=files, data={"target_lang": "de"},
+                       timeout=120)  # fmt: skip
+        assert r.status_code == status, r.text
+        assert set(r.json()["error"]) == {"code", "message"}
+        r = httpx.post(f"{served_docs}/v2/document", files=files, data={"target_lang": "DE"},
+                       headers=deepl_auth, timeout=120)  # fmt: skip
+        assert r.status_code == status, r.text
+        assert isinstance(r.json()["message"], str)
+        r = httpx.post(f"{served_docs}/libretranslate/translate_file", files=files,
+                       data={"source": "en", "target": "de"}, timeout=120)  # fmt: skip
+        assert r.status_code == status, r.text
+        assert isinstance(r.json()["error"], str)
+        assert time.monotonic() - started < 30, name
