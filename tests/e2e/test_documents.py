@@ -354,3 +354,29 @@ def test_damaged_and_crafted_packages_get_their_4xx_in_each_apis_shape(served_do
         assert r.status_code == status, r.text
         assert isinstance(r.json()["error"], str)
         assert time.monotonic() - started < 30, name
+
+
+def test_a_subrip_line_of_digits_is_a_fast_400_and_the_replica_reads_on(served_docs: str) -> None:
+    """A 10 KB .srt of one line of 10,000 digits: srt.parse's search for a cue tried its
+    index pattern every way at every position (cubic: hours of the replica's one reading
+    thread, holding the GIL). Now a 400 at once on each route, and the next upload is read."""
+    data = b"1\n" + b"0" * 10_000 + b"\n"
+    files = {"file": ("digits.srt", data)}
+    started = time.monotonic()
+    r = httpx.post(f"{served_docs}/documents", files=files, data={"target_lang": "de"},
+                   timeout=120)  # fmt: skip
+    assert r.status_code == 400, r.text
+    assert "digits" in r.json()["error"]["message"]
+    r = httpx.post(f"{served_docs}/v2/document", files=files, data={"target_lang": "DE"},
+                   headers={"Authorization": "DeepL-Auth-Key any-key"}, timeout=120)  # fmt: skip
+    assert r.status_code == 400, r.text
+    assert "digits" in r.json()["message"]
+    r = httpx.post(f"{served_docs}/libretranslate/translate_file", files=files,
+                   data={"source": "en", "target": "de"}, timeout=120)  # fmt: skip
+    assert r.status_code == 400, r.text
+    assert "digits" in r.json()["error"]
+    assert time.monotonic() - started < 20
+    good = {"file": ("ok.srt", SAMPLES["srt"]())}
+    r = httpx.post(f"{served_docs}/documents", files=good, data={"target_lang": "de"}, timeout=60)
+    assert r.status_code == 201, r.text
+    assert _wait_done(served_docs, r.json()["id"])["status"] == "done"
