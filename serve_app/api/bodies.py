@@ -302,6 +302,16 @@ def compressed_with(headers: Any) -> str | None:
     return next((c for c in codings if c in COMPRESSIONS), None)
 
 
+def refuse_compressed(headers: Any) -> None:
+    """``UnsupportedContentEncoding`` (415) for a body declared compressed: raised before
+    anything reads the body (the JSON check, the key check looking for LibreTranslate's
+    ``api_key`` in it)."""
+    if coding := compressed_with(headers):
+        raise UnsupportedContentEncoding(
+            f"Content-Encoding {coding} is not supported: send the body uncompressed."
+        )
+
+
 class BodyCheckMiddleware:
     """Refuses, before any route runs, a compressed body (415), and a JSON body that
     ``decode_json`` refuses (a body with a JSON content type, or with none, which FastAPI
@@ -316,11 +326,10 @@ class BodyCheckMiddleware:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        if coding := compressed_with(request.headers):
-            message = f"Content-Encoding {coding} is not supported: send the body uncompressed."
-            response = service_error_response(UnsupportedContentEncoding(message), request)
-            response.headers["Accept-Encoding"] = "identity"
-            await response(scope, receive, send)
+        try:
+            refuse_compressed(request.headers)
+        except UnsupportedContentEncoding as exc:
+            await service_error_response(exc, request)(scope, receive, send)
             return
         media = media_type(request.headers)
         if media and not is_json(media):

@@ -63,6 +63,15 @@ STATUS: dict[type[e.ServiceError], int] = {
     e.MalformedDocument: 400,
 }
 
+# A 503 raised without a time of its own (a store that went away, say): clients that honour
+# Retry-After (DeepL's, OpenAI's) wait this long before their retry instead of guessing.
+UNAVAILABLE_RETRY_AFTER_S = 1
+
+# Headers an error type's answer carries: what the client should send instead.
+HEADERS: dict[type[e.ServiceError], dict[str, str]] = {
+    e.UnsupportedContentEncoding: {"Accept-Encoding": "identity"},
+}
+
 
 def http_status(exc: e.ServiceError | type[e.ServiceError]) -> int:
     """The HTTP status of an error (or error type)."""
@@ -122,10 +131,13 @@ def service_error_response(exc: e.ServiceError, request: Request) -> JSONRespons
     status = http_status(exc)
     if status >= 500:
         logger.warning("request %s failed: %s (%s)", _request_id(request), exc.code, exc.message)
-    headers = None
-    if exc.retry_after_s is not None:
-        headers = {"Retry-After": str(exc.retry_after_s)}
-    return _respond(request, status, exc.code, exc.message, headers)
+    headers = dict(HEADERS.get(type(exc), {}))
+    retry_after = exc.retry_after_s
+    if retry_after is None and status == 503:
+        retry_after = UNAVAILABLE_RETRY_AFTER_S  # every 503 says when to come back
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    return _respond(request, status, exc.code, exc.message, headers or None)
 
 
 def validation_message(errors: Sequence[Mapping[str, Any]]) -> str:

@@ -19,10 +19,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from fastapi import FastAPI
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from serve_app.api.bodies import refuse_compressed
 from serve_app.api.bodies import replay as _replay
 from serve_app.api.compat.common import one, read_params
 from serve_app.api.errors import service_error_response
@@ -172,7 +174,9 @@ async def _parameter_key(scope: Scope, messages: list[Message]) -> bytes | None:
     """The ``api_key`` parameter of a buffered request (query, JSON or form body), as
     LibreTranslate's clients send it; None when absent. A body that cannot be read (invalid
     UTF-8, a broken multipart frame) raises its ``InvalidRequest``: the answer is that 400,
-    not a 401 for a key that was perhaps sent."""
+    not a 401 for a key that was perhaps sent; a compressed one its 415 (it was read as
+    "not valid UTF-8")."""
+    refuse_compressed(Headers(scope=scope))
 
     async def no_more() -> Message:
         return {"type": "http.disconnect"}

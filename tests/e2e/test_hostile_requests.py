@@ -299,3 +299,76 @@ def test_http_semantics_through_the_proxy(served: str) -> None:
         )
         allow = [v for k, v in headers if k == b"allow"]
         assert status != 405 or allow == [b"GET, POST"], allow
+
+
+# -- parameters of the compatibility APIs, and texts the tokenizer and engine must take ------
+
+
+def test_compat_parameters_through_the_proxy(served: str) -> None:
+    """The fixes of ``tests/unit/api/test_compat_parameters.py``, once through the real stack
+    (a store, keys off): a compressed LibreTranslate body (the key check looked for an
+    ``api_key`` in it: 400 "not valid UTF-8"), a ``deepl-auth-key`` scheme (403), a JSON
+    ``null`` ("Invalid formality 'None'"), a query string's text beside a JSON body (dropped)
+    and blank LibreTranslate texts (a 400 for the whole list)."""
+    libre = f"{served}/libretranslate/translate"
+    body = gzip.compress(json.dumps({"q": "Hi", "source": "en", "target": "de"}).encode())
+    headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    r = httpx.post(libre, content=body, headers=headers, timeout=60)
+    assert r.status_code == 415, r.text
+    assert r.headers["accept-encoding"] == "identity"
+    assert set(r.json()) == {"error"}, r.text
+    deepl = {"text": ["Hi"], "source_lang": "EN", "target_lang": "DE", "formality": None}
+    for scheme in ("deepl-auth-key", "DeepL-Auth-Key"):
+        auth = {"Authorization": f"{scheme} x"}
+        r = httpx.post(f"{served}/v2/translate?text=Two", json=deepl, headers=auth, timeout=120)
+        assert r.status_code == 200, (scheme, r.text)
+        assert len(r.json()["translations"]) == 2, r.text
+    q = {"q": ["Hello", "", "\n"], "source": "en", "target": "de"}
+    r = httpx.post(libre, json=q, timeout=120)
+    assert r.status_code == 200, r.text
+    assert r.json()["translatedText"][1:] == ["", "\n"], r.text
+
+
+# Long runs the splitter must cut between characters (sent on the native route), and short
+# texts (sent on every API).
+LONG_TEXTS = {
+    "combining marks": "a" + "\u0301" * 2000,
+    "4,000 ZWJ": "\u200d" * 4000,
+    "ZWJ emoji": "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466" * 500,
+    "flags": "\U0001f1e9\U0001f1ea" * 1000,
+    "CJK without punctuation": "\u4e2d" * 3000,
+}
+SHORT_TEXTS = {
+    "lone combining mark": "\u0301",
+    "bidi overrides": "\u202eevil\u202c \u2066a\u2069 \u200f" * 20,
+    "noncharacters": "a\uffff\ufffeb\U0010ffff",
+    "NUL inside": "Hello\u0000world",
+    "zero-width only": "\u200b\u200c\ufeff",
+}
+
+
+def test_unicode_texts_through_the_tokenizer_and_the_engine(served: str) -> None:
+    """Texts built of what tokenizers and splitters stumble on, through the real tokenizer
+    and engine, one at a time (long ones split into many engine requests; several at once
+    are a legitimate 503 overloaded): each is a translation, never a 5xx, and the replicas
+    serve afterwards."""
+    sent = [
+        (name, "/translate", {"text": text, "source_lang": "en", "target_lang": "de"})
+        for name, text in LONG_TEXTS.items()
+    ]
+    for name, text in SHORT_TEXTS.items():
+        sent += [
+            (name, "/translate", {"text": text, "source_lang": "en", "target_lang": "de"}),
+            (name, "/v2/translate", {"text": [text], "source_lang": "EN", "target_lang": "DE"}),
+            (name, "/libretranslate/translate", {"q": text, "source": "en", "target": "de"}),
+        ]
+    auth = {"Authorization": "DeepL-Auth-Key x"}
+    report = {}
+    for name, path, body in sent:
+        start = time.monotonic()
+        r = httpx.post(f"{served}{path}", json=body, headers=auth, timeout=180)
+        report[f"{name} {path}"] = [r.status_code, round(time.monotonic() - start, 1)]
+        assert r.status_code == 200, (name, path, r.status_code, r.text[:300])
+    save_report("unicode_texts", report)
+    for _ in range(4):
+        assert httpx.get(f"{served}/readyz", timeout=30).status_code == 200

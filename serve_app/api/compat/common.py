@@ -36,7 +36,9 @@ async def read_params(request: Request) -> Params:
         for key, value in (await _json_object(request)).items():
             if isinstance(value, list):
                 request.state.arrays.add(key)
-            params[key] = value if isinstance(value, list) else [value]
+            # Beside the query's values, as a form's are (they replaced them: a query's
+            # text was dropped unanswered, its target_lang silently overridden).
+            params.setdefault(key, []).extend(value if isinstance(value, list) else [value])
     elif media == "application/x-www-form-urlencoded":
         for key, field in decode_form(await request.body()):
             params.setdefault(_array_key(request, key), []).append(field)
@@ -71,10 +73,11 @@ async def _json_object(request: Request) -> dict[str, Any]:
 
 
 def one(params: Params, key: str, default: Any = None) -> Any:
-    """The parameter's one value (``default`` when absent): a string, number, boolean or
-    null; a 400 for an object or a list in its place, or for a parameter given more than once
-    with different values (which one was meant is anyone's guess)."""
-    values = [_scalar(key, v) for v in params.get(key) or ()]
+    """The parameter's one value (``default`` when absent or JSON ``null``: DeepL's
+    ``"formality": null`` was "Invalid formality 'None'"): a string, number or boolean; a
+    400 for an object or a list in its place, or for a parameter given more than once with
+    different values (which one was meant is anyone's guess)."""
+    values = [_scalar(key, v) for v in params.get(key) or () if v is not None]
     if not values:
         return default
     if any(v != values[0] for v in values[1:]):
@@ -90,6 +93,19 @@ def make_item(**fields: Any) -> TextItem:
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3]
         )
         raise InvalidRequest(f"Invalid request: {problems}") from exc
+
+
+def blank(text: Any) -> bool:
+    """A text of whitespace only (or empty): DeepL and LibreTranslate answer it as it is,
+    without translating it."""
+    return isinstance(text, str) and not text.strip()
+
+
+def in_place(texts: list[Any], results: list[TranslateResponse]) -> list[TranslateResponse | str]:
+    """The translations of the texts that are not ``blank``, in order, with each blank text
+    kept as it is in its place."""
+    translated = iter(results)
+    return [text if blank(text) else next(translated) for text in texts]
 
 
 def _classes(base: type[ServiceError]) -> list[type[ServiceError]]:

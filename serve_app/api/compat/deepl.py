@@ -19,6 +19,7 @@ from fastapi import APIRouter, FastAPI, Request
 from serve_app.api.compat.common import (
     Params,
     all_translated,
+    blank,
     get_and_post,
     make_item,
     one,
@@ -76,8 +77,11 @@ def source_code(code: str) -> str:
 
 
 def _require_auth(request: Request, params: Params) -> None:
-    header = request.headers.get("authorization", "")
-    if not (header.startswith("DeepL-Auth-Key ") or one(params, "auth_key")):
+    """403 without a DeepL key: the ``DeepL-Auth-Key`` scheme, in any case (an HTTP
+    authentication scheme is case-insensitive, as the key check reads it: a valid key sent
+    as ``deepl-auth-key`` passed it and was then refused here), or ``auth_key``."""
+    scheme = request.headers.get("authorization", "").split(" ", 1)[0]
+    if not (scheme.lower() == "deepl-auth-key" or one(params, "auth_key")):
         raise Forbidden("Authorization failure: send 'Authorization: DeepL-Auth-Key <key>'.")
 
 
@@ -109,12 +113,12 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
     common["glossary_id"] = one(params, "glossary_id")
     common |= deepl_markup(params)  # tag_handling and its tag lists
     options = deepl_options(params)  # split_sentences, preserve_formatting, model_type
-    items = [make_item(text=t, **common) for t in texts if not _blank(t)]
+    items = [make_item(text=t, **common) for t in texts if not blank(t)]
     items = await apply_glossaries(request, service, items)
     results = iter(await _translated(service, items, request))
     out = []
     for text in texts:
-        if _blank(text):  # DeepL returns blank texts as they are
+        if blank(text):  # DeepL returns blank texts as they are
             out.append({"detected_source_language": "", "text": text, "billed_characters": 0})
             continue
         r = next(results)
@@ -122,10 +126,6 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
         entry = {"detected_source_language": code, "text": options.apply(text, r.translation)}
         out.append(options.annotate(entry | {"billed_characters": len(text)}))
     return {"translations": out}
-
-
-def _blank(text: Any) -> bool:
-    return isinstance(text, str) and not text.strip()
 
 
 async def _translated(

@@ -4,13 +4,15 @@ that take a LibreTranslate base URL work unchanged without clashing with the nat
 ``POST /translate`` (JSON or form; ``q`` one text or a list, ``source`` a code or ``auto``,
 ``target``, ``format`` ``text`` or ``html`` (tags kept: Mastodon sends its statuses so),
 ``api_key`` accepted), ``GET|POST /languages`` and ``POST /detect``, in LibreTranslate's
-shapes (confidences 0-100). ``glossary_id`` (an extension: a stored glossary of the key,
-``/glossaries``) needs an explicit ``source``. Errors are ``{"error": ...}`` with its
-statuses (400 for bad parameters).
+shapes (confidences 0-100). A blank text (of a list, or alone) is answered as it is, as
+LibreTranslate translates every text of a list; an empty ``q`` is "missing". ``glossary_id``
+(an extension: a stored glossary of the key, ``/glossaries``) needs an explicit ``source``.
+Errors are ``{"error": ...}`` with its statuses (400 for bad parameters).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
@@ -18,7 +20,9 @@ from fastapi import APIRouter, FastAPI, Request
 from serve_app.api.compat.common import (
     Params,
     all_translated,
+    blank,
     get_and_post,
+    in_place,
     make_item,
     one,
     read_params,
@@ -44,15 +48,10 @@ def libre_error(status: int, code: str, message: str) -> tuple[int, dict[str, An
     return (403 if code == "unauthorized" else status), {"error": message}
 
 
-def _detected(r: TranslateResponse) -> dict[str, Any]:
-    confidence = r.detection_confidence or 0.0
-    return {"confidence": round(confidence * 100, 1), "language": r.source_lang}
-
-
 async def _translate(service: TranslationService, request: Request) -> dict[str, Any]:
     params = await read_params(request)
     q, target = params.get("q"), one(params, "target")
-    if not q:
+    if not q or q == [""]:
         raise InvalidRequest("Invalid request: missing q parameter")
     if not target:
         raise InvalidRequest("Invalid request: missing target parameter")
@@ -67,22 +66,50 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
     items = [
         make_item(text=t, source_lang=source, target_lang=target, format=fmt,
                   glossary_id=glossary_id)
-        for t in q
+        for t in q if not blank(t)
     ]  # fmt: skip
     _check_capacity(service, len(items), k)
     items = await apply_glossaries(request, service, items)
-    batch = BatchTranslateRequest(items=items)
-    results = all_translated(await translate_batch_charged(service, request, batch, True))
-    body: dict[str, Any] = {
-        "translatedText": [r.translation for r in results] if many else results[0].translation
-    }
+    results = await _translated(service, request, items)
+    answers = in_place(q, results)
+    body: dict[str, Any] = {"translatedText": _each(answers, many, _text)}
     if str(source).lower() == "auto":
-        detected = [_detected(r) for r in results]
-        body["detectedLanguage"] = detected if many else detected[0]
+        body["detectedLanguage"] = _each(answers, many, _detected)
     if k > 0:
-        found = await _alternatives(service, request, items, results, k)
-        body["alternatives"] = found if many else found[0]
+        found = iter(await _alternatives(service, request, items, results, k))
+        body["alternatives"] = _each(answers, many, lambda a: _alternative(a, found))
     return body
+
+
+async def _translated(
+    service: TranslationService, request: Request, items: list[TextItem]
+) -> list[TranslateResponse]:
+    if not items:
+        return []
+    batch = BatchTranslateRequest(items=items)
+    return all_translated(await translate_batch_charged(service, request, batch, True))
+
+
+Answer = TranslateResponse | str  # a translation, or a blank text as it came
+
+
+def _each(answers: list[Answer], many: bool, part: Callable[[Answer], Any]) -> Any:
+    return [part(a) for a in answers] if many else part(answers[0])
+
+
+def _text(answer: Answer) -> str:
+    return answer if isinstance(answer, str) else answer.translation
+
+
+def _alternative(answer: Answer, found: Iterator[list[str]]) -> list[str]:
+    return [] if isinstance(answer, str) else next(found)
+
+
+def _detected(answer: Answer) -> dict[str, Any]:
+    if isinstance(answer, str):  # blank: nothing to detect
+        return {"confidence": 0.0, "language": "und"}
+    confidence = answer.detection_confidence or 0.0
+    return {"confidence": round(confidence * 100, 1), "language": answer.source_lang}
 
 
 # LibreTranslate's default --alternatives-limit.
