@@ -59,6 +59,7 @@ _TARGETS = {
 # 403, and a used-up character quota "456 Quota exceeded" (its clients raise
 # QuotaExceededException on it); 429 stays "too many requests".
 _DEEPL_STATUS = {"unauthorized": 403, "quota_exceeded": 456}
+_DEEPL_SCHEME = "'Authorization: DeepL-Auth-Key <key>'"
 
 
 def deepl_error(status: int, code: str, message: str) -> tuple[int, dict[str, Any]]:
@@ -68,6 +69,8 @@ def deepl_error(status: int, code: str, message: str) -> tuple[int, dict[str, An
         return 503, {"message": message}
     if status == 422:
         return 400, {"message": message}
+    if code == "unauthorized":  # the key check names the scheme the DeepL routes refuse
+        message = message.replace("'Authorization: Bearer <key>'", _DEEPL_SCHEME)
     return _DEEPL_STATUS.get(code, status), {"message": message}
 
 
@@ -82,7 +85,7 @@ def _require_auth(request: Request, params: Params) -> None:
     as ``deepl-auth-key`` passed it and was then refused here), or ``auth_key``."""
     scheme = request.headers.get("authorization", "").split(" ", 1)[0]
     if not (scheme.lower() == "deepl-auth-key" or one(params, "auth_key")):
-        raise Forbidden("Authorization failure: send 'Authorization: DeepL-Auth-Key <key>'.")
+        raise Forbidden(f"Authorization failure: send {_DEEPL_SCHEME}.")
 
 
 def _formality(service: TranslationService, value: Any) -> str:

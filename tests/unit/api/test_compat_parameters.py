@@ -1,7 +1,8 @@
 """Where the compatibility APIs read their parameters (keys, body, query string), over the
 app with the fake engine; each case got a wrong answer before its fix: a compressed
 LibreTranslate body whose key was looked for in it (400 "not valid UTF-8", not the 415), a
-valid key under ``deepl-auth-key`` (the key check passed it, the DeepL route refused it), a
+valid key under ``deepl-auth-key`` (the key check passed it, the DeepL route refused it; its
+refusal told DeepL clients to send ``Bearer``, which the DeepL routes refuse), a
 JSON ``null`` read as a value ("Invalid formality 'None'"), a JSON body that replaced the
 query string's parameters (a query's text dropped unanswered), and LibreTranslate's blank
 texts (a list with one empty line was a 400 for every text)."""
@@ -111,6 +112,12 @@ async def test_the_deepl_scheme_is_case_insensitive(
             assert r.status_code == 200, (scheme, r.text)
         r = await c.get("/v2/usage", headers={"Authorization": f"Bearer {KEY}"})
         assert r.status_code == 403, r.text  # DeepL's routes want DeepL's scheme
+        for headers in ({}, {"Authorization": "DeepL-Auth-Key wrong"}):
+            r = await c.get("/v2/usage", headers=headers)
+            assert r.status_code == 403, r.text  # the key check's hint named Bearer
+            assert r.json() == {
+                "message": "Missing or invalid API key: send 'Authorization: DeepL-Auth-Key <key>'."
+            }
     for db in stores:
         await db.close()
 
