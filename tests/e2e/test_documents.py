@@ -380,3 +380,14 @@ def test_a_subrip_line_of_digits_is_a_fast_400_and_the_replica_reads_on(served_d
     r = httpx.post(f"{served_docs}/documents", files=good, data={"target_lang": "de"}, timeout=60)
     assert r.status_code == 201, r.text
     assert _wait_done(served_docs, r.json()["id"])["status"] == "done"
+
+
+def test_a_page_of_unclosed_paragraphs_is_translated_to_its_end(served_docs: str) -> None:
+    """150 ``<p>`` without ``</p>`` (valid HTML): the reader nested each in the one before,
+    and past depth 100 the rest of the page was copied untranslated (100 segments)."""
+    page = "<html><body>" + "".join(f"<p>Paragraph {i}." for i in range(150)) + "</body></html>"
+    files = {"file": ("old.html", page.encode())}
+    r = httpx.post(f"{served_docs}/documents", files=files, data={"target_lang": "de"}, timeout=60)
+    assert r.status_code == 201, r.text
+    assert r.json()["segments_total"] == 150
+    assert _wait_done(served_docs, r.json()["id"])["status"] == "done"

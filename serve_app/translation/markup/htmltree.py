@@ -26,6 +26,32 @@ _SECTION_CLOSE = re.compile(r"\]\s*>")
 _OPENS_SECTION = re.compile(r"<!(?:--|\[)")
 _BOGUS_CHARREF = re.compile(r"&#(?![0-9]|[xX][0-9a-fA-F])")
 _PLAIN = "\x00"  # stands for a character that html.parser must read as text
+# HTML's optional end tags (WHATWG, "optional tags"): a start tag named on the right ends the
+# innermost open element named on the left, as a browser's parser ends it. Without them
+# ``<p>a<p>b`` nested each paragraph in the one before, and a page of more than 100 unclosed
+# paragraphs, list items or table cells was past the walk's depth limit and copied
+# untranslated from there on.
+_BLOCK_STARTS = (
+    "address article aside blockquote details dialog div dl fieldset figcaption figure "
+    "footer form h1 h2 h3 h4 h5 h6 header hgroup hr main menu nav ol p pre section table ul "
+    "li dd dt td th tr"
+)
+_CELL_ENDERS = frozenset({"td", "th", "tr", "thead", "tbody", "tfoot"})
+_ENDED_BY: dict[str, frozenset[str]] = {
+    "p": frozenset(_BLOCK_STARTS.split()),
+    "li": frozenset({"li"}),
+    "dt": frozenset({"dt", "dd"}),
+    "dd": frozenset({"dt", "dd"}),
+    "option": frozenset({"option", "optgroup"}),
+    "optgroup": frozenset({"optgroup"}),
+    "td": _CELL_ENDERS,
+    "th": _CELL_ENDERS,
+    "tr": frozenset({"tr", "thead", "tbody", "tfoot"}),
+    "thead": frozenset({"tbody", "tfoot"}),
+    "tbody": frozenset({"tbody", "tfoot"}),
+    "rt": frozenset({"rt", "rp"}),
+    "rp": frozenset({"rt", "rp"}),
+}
 
 
 @dataclass
@@ -107,6 +133,8 @@ class _TreeBuilder(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         name = self._name(tag)
+        if not self.xml:
+            self._end_implied(name)
         void = not self.xml and name in VOID_HTML
         el = Element(name, "", dict(attrs), void=void)
         self.stack[-1].children.append(el)
@@ -114,6 +142,11 @@ class _TreeBuilder(HTMLParser):
         if not void:
             self.stack.append(el)
             self.open[name] += 1
+
+    def _end_implied(self, name: str) -> None:
+        """Ends the open elements an HTML start tag ``name`` ends (``<li>`` an open ``li``)."""
+        while len(self.stack) > 1 and name in _ENDED_BY.get(self.stack[-1].name, ()):
+            self.open[self.stack.pop().name] -= 1
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         el = Element(self._name(tag), "", dict(attrs), void=True)
