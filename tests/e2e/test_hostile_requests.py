@@ -308,8 +308,9 @@ def test_compat_parameters_through_the_proxy(served: str) -> None:
     """The fixes of ``tests/unit/api/test_compat_parameters.py``, once through the real stack
     (a store, keys off): a compressed LibreTranslate body (the key check looked for an
     ``api_key`` in it: 400 "not valid UTF-8"), a ``deepl-auth-key`` scheme (403), a JSON
-    ``null`` ("Invalid formality 'None'"), a query string's text beside a JSON body (dropped)
-    and blank LibreTranslate texts (a 400 for the whole list)."""
+    ``null`` ("Invalid formality 'None'"), a query string's text beside a JSON body (dropped),
+    blank LibreTranslate texts (a 400 for the whole list) and an OpenAI ``tool_choice`` this
+    server cannot follow (answered as if unasked)."""
     libre = f"{served}/libretranslate/translate"
     body = gzip.compress(json.dumps({"q": "Hi", "source": "en", "target": "de"}).encode())
     headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
@@ -327,6 +328,10 @@ def test_compat_parameters_through_the_proxy(served: str) -> None:
     r = httpx.post(libre, json=q, timeout=120)
     assert r.status_code == 200, r.text
     assert r.json()["translatedText"][1:] == ["", "\n"], r.text
+    chat = {"messages": [{"role": "user", "content": "Hi"}], "tool_choice": "required"}
+    r = httpx.post(f"{served}/v1/chat/completions", json=chat, timeout=120)
+    assert r.status_code == 400, r.text  # it was answered with text, as if unasked
+    assert r.json()["error"]["type"] == "invalid_request_error", r.text
 
 
 # Long runs the splitter must cut between characters (sent on the native route), and short

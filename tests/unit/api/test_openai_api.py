@@ -191,6 +191,12 @@ async def test_error_mid_stream_raises_in_the_client(
         ({"max_tokens": 0}, "max_tokens"),
         ({"tools": [{"type": "function"}]}, "tools"),
         ({"logprobs": True}, "logprobs"),
+        ({"top_logprobs": 5}, "logprobs"),
+        ({"tool_choice": "required"}, "tools"),
+        ({"tool_choice": {"type": "function", "function": {"name": "f"}}}, "tools"),
+        ({"function_call": {"name": "f"}}, "functions"),
+        ({"modalities": ["text", "audio"]}, "audio"),
+        ({"audio": {"voice": "alloy", "format": "mp3"}}, "audio"),
         ({"response_format": {"type": "json_object"}}, "response_format"),
         ({"max_tokens": 100_000}, "max_tokens is too large"),
     ],
@@ -205,6 +211,14 @@ async def test_bad_requests_are_400_in_openais_shape(
     assert error["type"] == "invalid_request_error"
     assert fragment in error["message"]
     assert engine.requests == []
+
+
+async def test_fields_that_ask_for_nothing_are_served(http: httpx.AsyncClient) -> None:
+    """Clients send these with every request: they ask for nothing this server cannot do."""
+    harmless = {"tool_choice": "none", "function_call": "auto", "top_logprobs": 0}
+    harmless |= {"modalities": ["text"], "audio": None, "logprobs": False}
+    r = await http.post("/v1/chat/completions", json={"model": MODEL, "messages": ASK} | harmless)
+    assert r.status_code == 200, r.text
 
 
 async def test_unknown_model_and_bad_json(http: httpx.AsyncClient) -> None:

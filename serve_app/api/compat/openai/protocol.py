@@ -85,8 +85,13 @@ class ChatCompletionRequest(_Lenient):
     # Refused when set: this server cannot honour them.
     tools: list[Any] | None = None
     functions: list[Any] | None = None
+    tool_choice: Any = None  # "none" and "auto" ask for nothing
+    function_call: Any = None
     logprobs: bool | None = None
+    top_logprobs: int | None = None
     response_format: dict[str, Any] | None = None
+    modalities: list[str] | None = None  # ["text"] asks for nothing
+    audio: Any = None
 
     @field_validator("stop")
     @classmethod
@@ -100,10 +105,16 @@ class ChatCompletionRequest(_Lenient):
 
     @model_validator(mode="after")
     def _servable(self) -> ChatCompletionRequest:
-        if self.tools or self.functions:
+        """What this server cannot follow is a 400, not silently dropped: ``tool_choice:
+        "required"``, ``top_logprobs``, ``modalities: ["audio"]`` were answered with plain
+        text as if unasked."""
+        calls = (self.tool_choice, self.function_call)
+        if self.tools or self.functions or any(c not in (None, "none", "auto") for c in calls):
             raise ValueError("tools and functions are not supported by this server")
-        if self.logprobs:
+        if self.logprobs or self.top_logprobs:
             raise ValueError("logprobs are not supported by this server")
+        if self.audio is not None or set(self.modalities or ()) - {"text"}:
+            raise ValueError("audio is not supported by this server: text only")
         if self.response_format and self.response_format.get("type", "text") != "text":
             raise ValueError("response_format: only type 'text' is supported")
         return self
