@@ -73,7 +73,7 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
     results = await _translated(service, request, items)
     answers = in_place(q, results)
     body: dict[str, Any] = {"translatedText": _each(answers, many, _text)}
-    if str(source).lower() == "auto":
+    if str(source).strip().lower() == "auto":  # as the service reads it
         body["detectedLanguage"] = _each(answers, many, _detected)
     if k > 0:
         found = iter(await _alternatives(service, request, items, results, k))

@@ -134,6 +134,9 @@ async def test_a_json_null_is_an_absent_parameter(client: httpx.AsyncClient) -> 
     r = await client.post(LIBRE, json={"q": "Hi", "target": "de", "source": None, "format": None})
     assert r.status_code == 200, r.text
     assert "detectedLanguage" in r.json()  # no source: detected
+    r = await client.post(LIBRE, json={"q": "Hi", "target": "de", "source": " AUTO "})
+    assert r.status_code == 200, r.text
+    assert "detectedLanguage" in r.json()  # detected (as the service reads it): it was left out
     body = {"text": ["Hi"], "target_lang": None}
     r = await client.post("/v2/translate", json=body, headers=DEEPL)
     assert r.status_code == 400, r.text
