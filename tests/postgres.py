@@ -64,6 +64,8 @@ def free_port() -> int:
 class PostgresServer:
     port: int
     data_dir: Path
+    pg_ctl: str = "pg_ctl"
+    options: str = ""
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
@@ -75,6 +77,17 @@ class PostgresServer:
             capture_output=True,
             timeout=60,
         )
+
+    def stop(self) -> None:
+        """Shuts the server down as an operator's restart would (``-m fast``: open
+        connections are closed, clients see them drop)."""
+        _run([self.pg_ctl, "-D", str(self.data_dir), "-m", "fast", "-w", "stop"], "stop")
+
+    def start(self) -> None:
+        """Starts it again on the same port and data: what a restart brings back."""
+        log = str(self.data_dir.parent / "log")
+        _run([self.pg_ctl, "-D", str(self.data_dir), "-o", self.options, "-l", log, "-w", "start"],
+             "start")  # fmt: skip
 
 
 def _as_postgres(command: list[str]) -> list[str]:
@@ -107,13 +120,13 @@ def start_postgres() -> Iterator[PostgresServer]:
     _run([*initdb, "-E", "UTF8", "--no-sync"], "initdb")
     port = free_port()
     options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
-    pg_ctl = str(bin_dir / "pg_ctl")
-    _run([pg_ctl, "-D", str(data), "-o", options, "-l", str(base / "log"), "-w", "start"], "start")
+    server = PostgresServer(port, data, str(bin_dir / "pg_ctl"), options)
+    server.start()
     try:
-        yield PostgresServer(port, data)
+        yield server
     finally:
         subprocess.run(
-            _as_postgres([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
+            _as_postgres([server.pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
             capture_output=True,
             timeout=120,
         )

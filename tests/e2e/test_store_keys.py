@@ -1,11 +1,15 @@
 """API keys kept in the store, through the real stack: `serve run` with 2 translator replicas
-and the SQLite store's deployment, keys managed with the keys command while the service runs,
-quotas counted cluster-wide (exactly, under concurrent load spread over both replicas), the
-DeepL client's quota error, and the store's replica killed without losing a key."""
+on each store backend (SQLite behind the store's deployment; a real PostgreSQL server that
+every replica reaches through its own pool), keys managed with the keys command while the
+service runs, quotas counted cluster-wide (exactly, under concurrent load spread over both
+replicas), the DeepL client's quota error, and a store outage (the SQLite store's replica
+killed; the PostgreSQL server restarted) answered with 503s, never a 500, without losing a key
+or a count."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -14,6 +18,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -23,6 +28,7 @@ from serve_app.tools.launcher import derive_config
 from tests.conftest import ROOT
 from tests.e2e.conftest import free_port, serve_cluster
 from tests.e2e.replicas import ray_cli_env
+from tests.postgres import PostgresServer, PostgresUnavailable, start_postgres
 
 ENV_KEY = "e2e-env-key"
 TEXT_CHARS = 27
@@ -32,15 +38,37 @@ TEXT_CHARS = 27
 class KeyCluster:
     url: str
     store_url: str
+    database: PostgresServer | None  # None: the SQLite store's deployment
 
 
-@pytest.fixture(scope="module")
+@contextlib.contextmanager
+def _store(backend: str, workdir: Path) -> Iterator[tuple[str, PostgresServer | None]]:
+    if backend == "sqlite":
+        yield f"sqlite:///{workdir}/store.db", None
+        return
+    try:
+        with start_postgres() as server:
+            server.psql("CREATE DATABASE keys_e2e")
+            yield server.url("keys_e2e"), server
+    except PostgresUnavailable as exc:
+        pytest.skip(f"PostgreSQL could not be installed or started: {exc}")
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def key_cluster(
-    tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KeyCluster]:
+    workdir = tmp_path_factory.mktemp(f"store-keys-{request.param}")
+    with (
+        _store(request.param, workdir) as (store_url, database),
+        _key_cluster(tiny_model_dir, workdir, store_url) as url,
+    ):
+        yield KeyCluster(url, store_url, database)
+
+
+@contextlib.contextmanager
+def _key_cluster(tiny_model_dir: Path, workdir: Path, store_url: str) -> Iterator[str]:
     port, gcs_port = free_port(), free_port()
-    workdir = tmp_path_factory.mktemp("store-keys")
-    store_url = f"sqlite:///{workdir}/store.db"
     config = derive_config(
         ROOT / "serve_config.cpu.yaml",
         top={"http_options": {"port": port}},
@@ -55,7 +83,7 @@ def key_cluster(
         deployment={"num_replicas": 2, "max_ongoing_requests": 24, "max_queued_requests": 64},
     )
     with serve_cluster(config, workdir, replicas=2, ray_args=[f"--port={gcs_port}"]) as url:
-        yield KeyCluster(url, store_url)
+        yield url
 
 
 def keys(cluster: KeyCluster, *args: str) -> str:
@@ -170,11 +198,36 @@ def _store_pid() -> int:
     return int(actor["pid"])
 
 
-def test_killed_store_replica_loses_no_key(key_cluster: KeyCluster) -> None:
+def _refused_while_down(url: str, secret: str, item: dict[str, str]) -> None:
+    """With the PostgreSQL server down, a keyed request is a 503 in the API's own shape with
+    Retry-After, at once: never a 500, never a wait for a server that is not there."""
+    started = time.monotonic()
+    r = httpx.post(f"{url}/translate", json=item, headers=bearer(secret), timeout=120)
+    assert r.status_code == 503, r.text
+    assert r.json()["error"]["code"] == "store_unavailable", r.text
+    assert int(r.headers["Retry-After"]) > 0
+    assert time.monotonic() - started < 30
+
+
+def _store_outage(cluster: KeyCluster, url: str, secret: str, item: dict[str, str]) -> None:
+    """The store goes away: the SQLite store's replica is killed (Ray restarts it); the
+    PostgreSQL server is shut down as an operator's restart would, asked while it is down,
+    and started again (every replica's pool holds connections that died with it)."""
+    if cluster.database is None:
+        os.kill(_store_pid(), signal.SIGKILL)
+        return
+    cluster.database.stop()
+    try:
+        _refused_while_down(url, secret, item)
+    finally:
+        cluster.database.start()
+
+
+def test_store_outage_loses_no_key(key_cluster: KeyCluster) -> None:
     secret = keys(key_cluster, "add", "--name", "survivor", "--chars-per-month", "1000")
     url, item = key_cluster.url, {"text": "Hello", "source_lang": "en", "target_lang": "de"}
     assert httpx.post(f"{url}/translate", json=item, headers=bearer(secret), timeout=120).is_success
-    os.kill(_store_pid(), signal.SIGKILL)
+    _store_outage(key_cluster, url, secret, item)
     deadline = time.monotonic() + 180
     statuses = []
     while time.monotonic() < deadline:
@@ -185,5 +238,14 @@ def test_killed_store_replica_loses_no_key(key_cluster: KeyCluster) -> None:
         assert r.status_code == 503, r.text  # while it restarts: retryable, never a 500
         time.sleep(2)
     assert statuses[-1] == 200, statuses
+    after = asyncio.run(_burst_of(url, secret, item, 8))  # every replica's store is back
+    assert [r.status_code for r in after] == [200] * 8, [r.text for r in after]
+    assert len({r.headers["x-replica"] for r in after}) == 2
     usage = httpx.get(f"{url}/usage", headers=bearer(secret), timeout=60).json()
-    assert usage["characters"] == 2 * len("Hello")  # the count survived too
+    assert usage["characters"] == 10 * len("Hello")  # the count survived too
+
+
+async def _burst_of(url: str, secret: str, item: dict[str, str], n: int) -> list[httpx.Response]:
+    async with httpx.AsyncClient(timeout=120) as client:
+        post = partial(client.post, f"{url}/translate", json=item, headers=bearer(secret))
+        return await asyncio.gather(*(post() for _ in range(n)))

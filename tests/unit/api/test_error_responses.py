@@ -14,6 +14,7 @@ from serve_app.core.errors import (
     InvalidLanguageCode,
     Overloaded,
     ServiceError,
+    StoreUnavailable,
     TextTooLong,
     UnsupportedLanguage,
     UnsupportedLanguagePair,
@@ -45,6 +46,16 @@ def test_retry_after_is_sent_when_given() -> None:
     response = service_error_response(Overloaded("busy", retry_after_s=3), REQUEST)
     assert response.headers["retry-after"] == "3"
     assert "retry-after" not in service_error_response(TextTooLong("long"), REQUEST).headers
+
+
+@pytest.mark.parametrize("error", [Overloaded, EngineUnavailable, StoreUnavailable])
+def test_every_503_says_when_to_retry(error: type[ServiceError]) -> None:
+    """A 503 raised without a time of its own (the PostgreSQL store's lost connection was
+    one, seen through `serve run`) still carries Retry-After; one given is kept."""
+    assert service_error_response(error("down"), REQUEST).headers["retry-after"] == "1"
+    given = service_error_response(error("down", retry_after_s=7), REQUEST)
+    assert given.headers["retry-after"] == "7"
+    assert "retry-after" not in service_error_response(DeadlineExceeded("late"), REQUEST).headers
 
 
 def test_runtime_errors_are_not_client_errors() -> None:
