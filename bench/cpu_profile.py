@@ -29,6 +29,10 @@ power over the window (``gpu``). A window ends early when the phase does (the be
 on: a head-to-head's halves last seconds), and says so (``ended``). A twin of a control run
 (``vllm_serve@2``) gets the machine and the GPU only: its processes cannot be told from its
 twin's by their command lines.
+Each window also says how the kernel scheduled each process (``sched``: seconds waiting for a
+CPU, involuntary switches, the CPUs its busy threads ran on: ``bench/sched_stats.py``); with
+``--every-turn`` each turn of a phase gets its window (``vllm_serve #1``, ``#2``...: every
+half of a head-to-head, to compare the two systems' engine cores turn by turn).
 Standard library only (the GPU machine's Python has no extras).
 """
 
@@ -46,6 +50,8 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from bench import sched_stats
 
 TICK = os.sysconf("SC_CLK_TCK")
 # Front processes by a piece of their command line; engine cores are found as their children.
@@ -296,10 +302,13 @@ def measure(system: str, pids: dict[str, int], ns: argparse.Namespace, key: str)
     sampler.start()
     gpus = gpu_sampler()
     start = {role: cpu_s(pid) for role, pid in pids.items()}
+    sched_start = {role: sched_stats.read(pid) for role, pid in pids.items()}
+    placement = sched_stats.Placement(pids).start()
     everyone = machine_cpu()
     t0 = time.monotonic()
     ended = hold(ns.phase_file, key, ns.window)
     elapsed = max(time.monotonic() - t0, 1e-3)
+    cpus_seen = placement.stop()
     if ended == "phase":
         for spy in spies:  # py-spy writes what it has on SIGINT
             spy.send_signal(signal.SIGINT)
@@ -312,6 +321,7 @@ def measure(system: str, pids: dict[str, int], ns: argparse.Namespace, key: str)
         end, begin = cpu_s(pid), start[role]
         if end is not None and begin is not None:
             result["cpu_s_per_s"][role] = round((end - begin) / elapsed, 4)
+    result["sched"] = scheduling(pids, sched_start, cpus_seen, elapsed)
     for spy in spies:
         _, err = spy.communicate(timeout=60)
         if spy.returncode:
@@ -319,20 +329,48 @@ def measure(system: str, pids: dict[str, int], ns: argparse.Namespace, key: str)
     return result
 
 
+def scheduling(
+    pids: dict[str, int],
+    before: dict[str, sched_stats.Sched | None],
+    cpus_seen: dict[str, dict[str, int]],
+    elapsed: float,
+) -> dict[str, dict[str, Any]]:
+    """Each process's scheduling over the window (``bench.sched_stats``): run-queue wait,
+    involuntary switches, the CPUs its busy threads ran on, how many CPUs it may use."""
+    out: dict[str, dict[str, Any]] = {}
+    for role, pid in pids.items():
+        begin, end = before.get(role), sched_stats.read(pid)
+        if begin is None or end is None:
+            continue
+        out[role] = sched_stats.rates(begin, end, elapsed) | {
+            "cpus": cpus_seen.get(role, {}),
+            "affinity_cpus": sched_stats.affinity(pid),
+            "threads": end.threads,
+        }
+    return out
+
+
 def watch(ns: argparse.Namespace, results: dict[str, Any], done: threading.Event) -> None:
     """Measures each phase once (its text is the key: a system, or ``system workload``),
-    when the benchmark says (its phase file) that it is under measured load."""
+    when the benchmark says (its phase file) that it is under measured load; with
+    ``--every-turn``, each turn of it (``ray_serve #2``: a head-to-head's halves, in order)."""
+    turns: dict[str, int] = {}
+    last = ""
     while not done.is_set():
         key = phase_now(ns.phase_file)
+        if key != last and key:
+            turns[key] = turns.get(key, 0) + 1
+        last = key
         system = key.split(" ")[0]
         base = system.split("@")[0]  # vllm_serve@2: the twin of a control run
-        if base in FRONTS and key not in results:
+        name = f"{key} #{turns.get(key, 0)}" if ns.every_turn else key
+        if base in FRONTS and name not in results:
             time.sleep(ns.settle)
             if phase_now(ns.phase_file) != key:
                 continue  # the phase ended while settling: its next turn is measured
             pids = find(base) if base == system else {}
-            results[key] = measure(base, pids, ns, key)
-            print(f"[cpu_profile] {key}: {results[key]}", flush=True)
+            results[name] = measure(base, pids, ns, key)
+            print(f"[cpu_profile] {name}: {results[name]}", flush=True)
         time.sleep(0.5)
 
 
@@ -352,6 +390,7 @@ def per_request(results: dict[str, Any], journey: Path) -> None:
         for workload, brief in round_.items():
             rps.setdefault(f"{per_workload['system']} {workload}", brief["rps"])
     for key, result in results.items():
+        key = key.split(" #")[0]  # a turn of --every-turn: the system's first-round RPS
         found = rps.get(key) or rps.get(key.split(" ")[0])
         if found:
             result["rps"] = found
@@ -376,6 +415,7 @@ def main() -> None:
     p.add_argument("--py-spy", help="path to a py-spy binary (no profile without)")
     p.add_argument("--rps-from", type=Path, help="the benchmark's journey.json, for us/request")
     p.add_argument("--plot", action="store_true", help="only plot OUT/profile.json")
+    p.add_argument("--every-turn", action="store_true", help="a window for each turn of a phase")
     p.add_argument("command", nargs=argparse.REMAINDER)
     ns = p.parse_args()
     ns.out.mkdir(parents=True, exist_ok=True)

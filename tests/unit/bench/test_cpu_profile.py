@@ -245,3 +245,21 @@ def test_sample_gauges_without_a_read_returns_no_means() -> None:
     stop = threading.Event()
     stop.set()
     assert cpu_profile.sample_gauges("vllm_serve", [], stop) == {"reads": 0}
+
+
+def test_every_turn_measures_each_turn_of_a_phase(tmp_path: Path) -> None:
+    """With --every-turn, a phase named twice (a head-to-head's two halves of one system)
+    gets two windows, numbered in order."""
+    bench = (
+        "import os, time; f = os.environ['BENCH_PHASE_FILE']\n"
+        "for key in ('vllm_serve', '', 'vllm_serve', ''):\n"
+        "    open(f + '.tmp', 'w').write(key); os.replace(f + '.tmp', f)\n"
+        "    time.sleep(2.5)\n"
+    )
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "bench.cpu_profile", "--out", str(out), "--window", "30",
+           "--settle", "0.2", "--every-turn", "--", sys.executable, "-c", bench]  # fmt: skip
+    subprocess.run(cmd, check=True, timeout=120, capture_output=True)
+    results = json.loads((out / "profile.json").read_text())
+    assert set(results) == {"vllm_serve #1", "vllm_serve #2"}
+    assert all(r["ended"] == "phase" and "sched" in r for r in results.values())
