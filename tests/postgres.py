@@ -9,6 +9,7 @@ server truly cannot be had; fixtures turn that into a skip that says why.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import glob
 import os
 import pwd
@@ -44,11 +45,21 @@ def _apt_install() -> None:
             raise PostgresUnavailable(f"apt-get install -y postgresql failed:\n{tail}")
 
 
+# ./test.sh runs two pytest processes side by side, and on a fresh machine both may be the
+# first to need the server (the store's unit tests, the store-keys e2e module): one installs,
+# the other waits for it instead of failing on dpkg's lock.
+INSTALL_LOCK = Path(tempfile.gettempdir()) / "serve-app-postgresql-install.lock"
+
+
 def ensure_installed() -> Path:
     """The folder of initdb/pg_ctl, installing Debian's package first if needed."""
-    if (found := _bin_dir()) is None:
-        _apt_install()
-        found = _bin_dir()
+    if (found := _bin_dir()) is not None:
+        return found
+    with INSTALL_LOCK.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (found := _bin_dir()) is None:
+            _apt_install()
+            found = _bin_dir()
     if found is None:
         raise PostgresUnavailable("apt-get installed postgresql but pg_ctl is not found")
     return found
