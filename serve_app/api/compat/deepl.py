@@ -21,13 +21,14 @@ from serve_app.api.compat.common import (
     all_translated,
     blank,
     get_and_post,
+    in_place,
     make_item,
     one,
     read_params,
 )
 from serve_app.api.compat.deepl_documents import deepl_document_routes
 from serve_app.api.compat.deepl_glossaries import deepl_glossary_routes
-from serve_app.api.compat.deepl_options import deepl_options
+from serve_app.api.compat.deepl_options import DeepLOptions, deepl_options
 from serve_app.api.compat.markup import deepl_markup
 from serve_app.api.compat.schemas import DeepLTranslateBody, request_body
 from serve_app.api.errors import register_error_format
@@ -118,17 +119,17 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
     options = deepl_options(params)  # split_sentences, preserve_formatting, model_type
     items = [make_item(text=t, **common) for t in texts if not blank(t)]
     items = await apply_glossaries(request, service, items)
-    results = iter(await _translated(service, items, request))
-    out = []
-    for text in texts:
-        if blank(text):  # DeepL returns blank texts as they are
-            out.append({"detected_source_language": "", "text": text, "billed_characters": 0})
-            continue
-        r = next(results)
-        code = source_code(r.source_lang)
-        entry = {"detected_source_language": code, "text": options.apply(text, r.translation)}
-        out.append(options.annotate(entry | {"billed_characters": len(text)}))
-    return {"translations": out}
+    answers = in_place(texts, await _translated(service, items, request))
+    return {"translations": [_entry(t, a, options) for t, a in zip(texts, answers, strict=True)]}
+
+
+def _entry(text: Any, answer: TranslateResponse | str, options: DeepLOptions) -> dict[str, Any]:
+    """One text's entry of ``translations``; a blank text comes back as it is, unbilled."""
+    if isinstance(answer, str):
+        return {"detected_source_language": "", "text": text, "billed_characters": 0}
+    code = source_code(answer.source_lang)
+    entry = {"detected_source_language": code, "text": options.apply(text, answer.translation)}
+    return options.annotate(entry | {"billed_characters": len(text)})
 
 
 async def _translated(
