@@ -72,7 +72,11 @@ class TextItem(BaseModel):
     """One text, its language pair and options. Content errors of a batch item (blank text,
     languages, options) are reported for that item; the others are still translated."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [_EXAMPLE]})
+    # Numbers are finite: "NaN" (a string pydantic reads as a float) was "Input should be
+    # greater than 0", and "Infinity" a valid timeout_s.
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, json_schema_extra={"examples": [_EXAMPLE]}
+    )
 
     text: str = Field(..., description="Text to translate (not empty, not only whitespace).")
     source_lang: str | None = Field(
@@ -190,6 +194,7 @@ class ItemError(BaseModel):
 class BatchTranslateRequest(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
+        allow_inf_nan=False,
         json_schema_extra={"examples": [{"items": [_EXAMPLE, {**_EXAMPLE, "target_lang": "fr"}]}]},
     )
 

@@ -3,7 +3,8 @@ that take a LibreTranslate base URL work unchanged without clashing with the nat
 
 ``POST /translate`` (JSON or form; ``q`` one text or a list, ``source`` a code or ``auto``,
 ``target``, ``format`` ``text`` or ``html`` (tags kept: Mastodon sends its statuses so),
-``api_key`` accepted), ``GET|POST /languages`` and ``POST /detect``, in LibreTranslate's
+``api_key`` accepted), ``GET|POST /languages`` and ``POST /detect`` (``q`` one text or a
+list, its languages pooled), in LibreTranslate's
 shapes (confidences 0-100). A blank text (of a list, or alone) is answered as it is, as
 LibreTranslate translates every text of a list; an empty ``q`` is "missing". ``glossary_id``
 (an extension: a stored glossary of the key, ``/glossaries``) needs an explicit ``source``.
@@ -37,6 +38,7 @@ from serve_app.api.keys import translate_batch_charged
 from serve_app.core.errors import InvalidRequest
 from serve_app.core.schemas import BatchTranslateRequest, TextItem, TranslateResponse
 from serve_app.documents.replica import ReplicaDocuments
+from serve_app.translation.languages import Language
 from serve_app.translation.service import TranslationService
 
 
@@ -164,6 +166,37 @@ def _unique(answers: list[str], translation: str) -> list[str]:
     return out
 
 
+def _detect_texts(service: TranslationService, params: Params, many: bool) -> list[str]:
+    """``/detect``'s texts: ``q`` one text, or (a JSON list, ``q[]``) many, of which the
+    blank ones are skipped; a list was refused as "missing q parameter"."""
+    q = params.get("q") if many else [one(params, "q")]
+    if not q or q == [None] or q == [""]:
+        raise InvalidRequest("Invalid request: missing q parameter")
+    if not all(isinstance(t, str) for t in q):
+        raise InvalidRequest("Invalid request: q must be a string or a list of strings")
+    service.check_batch_size(len(q))
+    texts = [t for t in q if not blank(t)]
+    return texts or q[:1]  # all blank: the blank text's own 400
+
+
+Found = list[tuple[str, float]]
+
+
+def _pooled(each: list[list[tuple[Language, float]]], lengths: list[int]) -> Found:
+    """The languages of several texts as one list, as LibreTranslate's ``detect_languages``
+    pools a batch: a language's confidence is its mean over the texts it was found in,
+    and the languages are ranked by that mean times those texts' characters."""
+    found: dict[str, list[float]] = {}
+    weight: dict[str, int] = {}
+    for candidates, length in zip(each, lengths, strict=True):
+        for lang, confidence in candidates:
+            found.setdefault(lang.code, []).append(confidence)
+            weight[lang.code] = weight.get(lang.code, 0) + length
+    mean = {code: sum(cs) / len(cs) for code, cs in found.items()}
+    ranked = sorted(mean, key=lambda code: mean[code] * weight[code], reverse=True)
+    return [(code, mean[code]) for code in ranked]
+
+
 # LibreTranslate's error shape, {"error": ...}, with its statuses.
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"description": 'Error: {"error": ...}'} for code in (400, 401, 403, 413, 429, 503, 504)
@@ -203,12 +236,11 @@ def libre_router(
 
     @router.post("/detect", openapi_extra=request_body(LibreDetectBody))
     async def detect(request: Request) -> list[dict[str, Any]]:
-        """LibreTranslate ``POST /detect``: likely languages of ``q``, confidences 0-100."""
-        q = one(await read_params(request), "q")
-        if not isinstance(q, str) or not q:
-            raise InvalidRequest("Invalid request: missing q parameter")
-        found = service.detect(q)
-        return [{"confidence": round(c * 100, 1), "language": lang.code} for lang, c in found]
+        """LibreTranslate ``POST /detect``: likely languages of ``q`` (a text, or a list
+        whose languages are pooled, as LibreTranslate does), confidences 0-100."""
+        texts = _detect_texts(service, await read_params(request), "q" in request.state.arrays)
+        found = _pooled([service.detect(t) for t in texts], [len(t) for t in texts])
+        return [{"confidence": round(c * 100, 1), "language": code} for code, c in found]
 
     app.include_router(router)
     register_error_format(app, prefix, libre_error)

@@ -38,9 +38,9 @@ class LibreTranslateBody(BaseModel):
 
 
 class LibreDetectBody(BaseModel):
-    """LibreTranslate ``POST /detect``."""
+    """LibreTranslate ``POST /detect``: one text, or a list whose languages are pooled."""
 
-    q: str
+    q: str | list[str]
     api_key: str | None = None
 
 

@@ -190,6 +190,42 @@ async def test_libre_detect_and_languages(client: httpx.AsyncClient) -> None:
     assert "de" in en["targets"]
 
 
+async def test_libre_detect_pools_a_list_of_texts(client: httpx.AsyncClient) -> None:
+    """A list for ``q`` is one list of languages, as LibreTranslate's ``detect_languages``
+    pools a batch (a language's mean confidence over the texts it is found in, ranked by it
+    times those texts' characters); it was "missing q parameter"."""
+    spanish = ["Buenos días, amigo.", "¿Dónde está la biblioteca de la ciudad?"]
+    found = (await client.post(f"{LT}/detect", json={"q": spanish})).json()
+    assert found[0]["language"] == "es"
+    mixed = ["Guten Morgen, mein lieber Freund, wie geht es dir heute?", "Hola", " "]
+    found = (await client.post(f"{LT}/detect", json={"q": mixed})).json()
+    assert found[0]["language"] == "de"  # the longer text weighs more
+    assert {"de", "es"} <= {f["language"] for f in found}
+    assert all(0 < f["confidence"] <= 100 for f in found)
+    form = (await client.post(f"{LT}/detect", data={"q[]": spanish})).json()
+    assert form[0]["language"] == "es"
+
+
+@pytest.mark.parametrize(
+    ("q", "message"),
+    [
+        ([], "missing q parameter"),
+        ([None], "missing q parameter"),
+        ([1, "Hola"], "q must be a string or a list of strings"),
+        ([["Hola"]], "q must be a string or a list of strings"),
+        (5, "q must be a string or a list of strings"),
+        (["  ", "\n"], "must not be empty"),
+        (["Hola"] * 51, "at most 50 items"),
+    ],
+)
+async def test_libre_detect_refuses_what_is_no_list_of_texts(
+    client: httpx.AsyncClient, q: object, message: str
+) -> None:
+    r = await client.post(f"{LT}/detect", json={"q": q})
+    assert r.status_code in (400, 413), r.text
+    assert message in r.json()["error"], r.text
+
+
 LIBRE_ERRORS = [
     ("/translate", {"source": "en", "target": "de"}),
     ("/translate", {"q": "", "source": "en", "target": "de"}),  # empty (a blank q: answered)

@@ -100,6 +100,16 @@ CASES = [
      JSON, "libre", 400, "range"),
     ("libre NaN", f"{LIBRE}/translate", b'{"q": "hi", "target": "de", "alternatives": NaN}', JSON,
      "libre", 400, "NaN"),
+    # Non-finite numbers spelled as strings (pydantic reads "NaN" as a float): "Input should
+    # be greater than 0" before, and "Infinity" a valid timeout.
+    ("native NaN string", "/translate", b'{"text": "hi", "timeout_s": "NaN", ' + ITEM + b"}", JSON,
+     "native", 422, "timeout_s: Input should be a finite number"),
+    ("native infinite string", "/translate/batch",
+     b'{"items": [{"text": "hi", ' + ITEM + b'}], "timeout_s": "Infinity"}', JSON, "native", 422,
+     "timeout_s: Input should be a finite number"),
+    ("libre NaN string", f"{LIBRE}/translate",
+     b'{"q": "hi", "target": "de", "alternatives": "NaN"}', JSON, "libre", 400,
+     "alternatives parameter is not a number"),
     ("deepl formality object", "/v2/translate",
      b'{"text": ["hi"], "target_lang": "DE", "formality": {"a": 1}}', {**JSON, **AUTH}, "deepl",
      400, "formality"),

@@ -18,6 +18,7 @@ from serve_app.translation.service import TranslationService
 from tests.fakes import FakeEngine, RecordingMetrics
 
 MODEL = "tencent/HY-MT1.5-1.8B"
+STREAM_OPTIONS = "The 'stream_options' parameter is only allowed when 'stream' is enabled."
 ASK = [
     {"role": "system", "content": "You are a translation engine. Translate into German."},
     {"role": "user", "content": "Hello, world!"},
@@ -199,6 +200,14 @@ async def test_error_mid_stream_raises_in_the_client(
         ({"audio": {"voice": "alloy", "format": "mp3"}}, "audio"),
         ({"response_format": {"type": "json_object"}}, "response_format"),
         ({"max_tokens": 100_000}, "max_tokens is too large"),
+        # Non-finite numbers as strings: "less than or equal to 2" before.
+        ({"temperature": "NaN"}, "temperature: Input should be a finite number"),
+        ({"top_p": "-Infinity"}, "top_p: Input should be a finite number"),
+        ({"presence_penalty": "inf"}, "presence_penalty: Input should be a finite number"),
+        # OpenAI's and vLLM's 400; it was silently ignored.
+        ({"stream_options": {"include_usage": True}}, STREAM_OPTIONS),
+        ({"stream": False, "stream_options": {"include_usage": True}}, STREAM_OPTIONS),
+        ({"stream_options": {}}, STREAM_OPTIONS),
     ],
 )
 async def test_bad_requests_are_400_in_openais_shape(
@@ -217,6 +226,7 @@ async def test_fields_that_ask_for_nothing_are_served(http: httpx.AsyncClient) -
     """Clients send these with every request: they ask for nothing this server cannot do."""
     harmless = {"tool_choice": "none", "function_call": "auto", "top_logprobs": 0}
     harmless |= {"modalities": ["text"], "audio": None, "logprobs": False}
+    harmless |= {"stream": False, "stream_options": None}
     r = await http.post("/v1/chat/completions", json={"model": MODEL, "messages": ASK} | harmless)
     assert r.status_code == 200, r.text
 

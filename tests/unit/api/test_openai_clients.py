@@ -432,6 +432,7 @@ async def test_openai_python_responses(http: httpx.AsyncClient, engine: FakeEngi
         ({"previous_response_id": "resp_1"}, "previous_response_id"),
         ({"text": {"format": {"type": "json_schema"}}}, "text.format"),
         ({"max_output_tokens": 0}, "max_output_tokens"),
+        ({"temperature": "NaN"}, "temperature: Input should be a finite number"),
     ],
 )
 async def test_responses_refused_in_openais_shape(

@@ -16,10 +16,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 # one engine request, admitted like a batch item.
 MAX_STOP = 4
 MAX_CHOICES = 8
+# OpenAI's words for ``stream_options`` sent without ``stream`` (vLLM: "Stream options can
+# only be defined when `stream=True`."): it was silently ignored here.
+STREAM_OPTIONS_WITHOUT_STREAM = (
+    "The 'stream_options' parameter is only allowed when 'stream' is enabled."
+)
 
 
 class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # Numbers are finite: ``temperature: "NaN"`` (a string pydantic reads as a float) was
+    # "Input should be less than or equal to 2"; it is "Input should be a finite number".
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
 
 class ContentPart(_Lenient):
@@ -53,6 +60,7 @@ class StreamOptions(_Lenient):
 class ChatCompletionRequest(_Lenient):
     model_config = ConfigDict(
         extra="ignore",
+        allow_inf_nan=False,
         json_schema_extra={
             "examples": [
                 {
@@ -117,6 +125,8 @@ class ChatCompletionRequest(_Lenient):
             raise ValueError("audio is not supported by this server: text only")
         if self.response_format and self.response_format.get("type", "text") != "text":
             raise ValueError("response_format: only type 'text' is supported")
+        if self.stream_options is not None and not self.stream:  # as OpenAI (and vLLM) refuse
+            raise ValueError(STREAM_OPTIONS_WITHOUT_STREAM)
         return self
 
     def stop_sequences(self) -> tuple[str, ...]:

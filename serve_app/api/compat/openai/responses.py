@@ -37,7 +37,7 @@ TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)  # finite numbers
 
 
 class InputText(_Request):
