@@ -18,7 +18,11 @@ checked first, in one streaming pass that holds no tree:
   Office file holds one. A part that is not XML (a picture) is skipped; one that starts
   as XML and then breaks is malformed, as is one that lxml (python-docx's and
   python-pptx's parser) reads but expat cannot (a part in UTF-32 or Shift_JIS: Open
-  Packaging Conventions allow only UTF-8 and UTF-16), which would otherwise go uncounted;
+  Packaging Conventions allow only UTF-8 and UTF-16), which would otherwise go uncounted.
+  lxml is fed incrementally from the part's first 16 KiB, the bytes expat already read: a
+  picture fails both at its first byte and is never unpacked further (it was unpacked
+  whole a second time for lxml, once per picture and upload). Its content type does not
+  decide: openpyxl opens a sheet by its relationship whatever type the package declares;
 - the stretches of a part without an element start (one start tag, comment or text node):
   those over 64 KiB may take ``MAX_LONG_STRETCHES`` bytes in all. Expat (2.5, the one
   CPython links) parses a token that spans its input chunks again from its start at every
@@ -32,6 +36,7 @@ a truncated or corrupted download) is a malformed file, never a 500.
 
 from __future__ import annotations
 
+import codecs
 import io
 import lzma
 import pyexpat
@@ -52,6 +57,8 @@ _RANGE = re.compile(r"^\$?([A-Za-z]*)\$?([0-9]*):\$?([A-Za-z]*)\$?([0-9]*)$")
 _MAX_ROWS, _MAX_COLUMNS = 1_048_576, 16_384  # an Excel sheet's
 _ENCRYPTED = 0x1  # general purpose flag bit 0
 _CHUNK = 1 << 20  # bytes of a part fed to a parser at once
+_HEAD = 16 * 1024  # the first bytes read: all of a picture that is unpacked
+_UTF32_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
 _LONG = 64 * 1024  # a stretch without an element start longer than this is a long one
 # Bytes in long stretches a package may hold in all (an SVG's embedded picture is one).
 MAX_LONG_STRETCHES = 10 * 1024 * 1024
@@ -135,6 +142,7 @@ class _Part:
         self.budget = budget
         self.elements = 0
         self.last = 0
+        self.fed = 0
         self.parser = pyexpat.ParserCreate()
         self.parser.StartElementHandler = self._start
         self.parser.StartDoctypeDeclHandler = self._doctype
@@ -152,31 +160,36 @@ class _Part:
             "declares a DTD (<!DOCTYPE>), which Office files never hold."
         )
 
-    def feed(self, stream: IO[bytes]) -> None:
-        fed = 0
+    def feed(self, head: bytes, stream: IO[bytes]) -> None:
+        """Parses ``head`` (the part's first bytes), then the rest of ``stream``."""
+        self.fed = len(head)
+        self.parser.Parse(head, False)
         while chunk := stream.read(_CHUNK):
+            self.fed += len(chunk)  # read: what the parse of it may fail on is gone
             self.parser.Parse(chunk, False)
-            fed += len(chunk)
-            self.budget.stretch(fed - self.last, self.name, done=False)
+            self.budget.stretch(self.fed - self.last, self.name, done=False)
         self.parser.Parse(b"", True)
-        self.budget.stretch(fed - self.last, self.name)
+        self.budget.stretch(self.fed - self.last, self.name)
 
 
 def _count_part(package: zipfile.ZipFile, entry: zipfile.ZipInfo, budget: _Budget) -> None:
-    """Counts the part's elements (and the cells its ranges cover) into ``budget``."""
+    """Counts the part's elements (and the cells its ranges cover) into ``budget``. A part
+    expat cannot read from its start (a picture) is given to lxml from the bytes already
+    read on, never decompressed a second time."""
     part = _Part(entry.filename, budget)
     where = f"The file is not a valid {budget.name} file: part {entry.filename[:200]!r}"
-    try:
-        with package.open(entry) as stream:
-            part.feed(stream)
-    except (pyexpat.ExpatError, ValueError) as exc:  # ValueError: a multi-byte encoding
-        if part.elements:  # XML that breaks on the way
-            raise MalformedDocument(f"{where}: {exc}") from exc
-        if _lxml_reads(package.read(entry)):
-            raise MalformedDocument(
-                f"{where} is XML in an encoding other than UTF-8 or UTF-16, which Office "
-                "files never use."
-            ) from exc
+    with package.open(entry) as stream:
+        head = stream.read(_HEAD)
+        try:
+            part.feed(head, stream)
+        except (pyexpat.ExpatError, ValueError) as exc:  # ValueError: a multi-byte encoding
+            if part.elements:  # XML that breaks on the way
+                raise MalformedDocument(f"{where}: {exc}") from exc
+            if _lxml_reads(head, stream, part.fed, lambda: package.read(entry)):
+                raise MalformedDocument(
+                    f"{where} is XML in an encoding other than UTF-8 or UTF-16, which Office "
+                    "files never use."
+                ) from exc
         # not XML at all (a picture, a printer setting): no library parses it as XML
 
 
@@ -194,13 +207,34 @@ class _FirstElement:
         return None
 
 
-def _lxml_reads(data: bytes) -> bool:
+def _lxml_reads(head: bytes, rest: IO[bytes], fed: int, whole: Callable[[], bytes]) -> bool:
     """Whether lxml, as python-docx and python-pptx call it (``fromstring`` of the part's
-    bytes), finds an element in the part (parsed up to its first element or error: a
-    picture fails at its first byte). lxml's stream reader misses UTF-32 from a ZIP entry."""
+    bytes), finds an element in the part, of which expat read ``fed`` bytes: ``head`` and
+    ``rest``, the stream after it. lxml's incremental parser is fed from ``head`` on, up to
+    the first element or error (a picture fails at its first byte, so the rest of it is
+    never unpacked); what it finds, and a part it cannot judge so (one starting with a
+    UTF-32 byte order mark, which it misses; one expat read past ``head`` of), is judged by
+    ``fromstring`` of the ``whole`` part, read again."""
+    if fed > len(head) or head.startswith(_UTF32_BOMS):
+        return _finds_element(lambda parser: lxml.etree.fromstring(whole(), parser))
+    return _finds_element(lambda parser: _feed(parser, head, rest)) and _finds_element(
+        lambda parser: lxml.etree.fromstring(whole(), parser)
+    )
+
+
+def _feed(parser: lxml.etree.XMLParser, head: bytes, rest: IO[bytes]) -> None:
+    parser.feed(head)
+    while chunk := rest.read(_CHUNK):
+        parser.feed(chunk)
+    parser.close()
+
+
+def _finds_element(parse: Callable[[lxml.etree.XMLParser], object]) -> bool:
+    """Whether ``parse`` with a parser that stops at the first element (no tree is built)
+    finds one before an error or the end."""
     parser = lxml.etree.XMLParser(target=_FirstElement(), resolve_entities=False)
     try:
-        lxml.etree.fromstring(data, parser)
+        parse(parser)
     except _Found:
         return True
     except lxml.etree.XMLSyntaxError:
