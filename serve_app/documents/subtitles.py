@@ -12,7 +12,9 @@ digits that is no cue cost its length squared at every position ``finditer`` tri
 2 KB file of one line of 2,000 digits: 66 s; 10,000 digits: hours). Matched in place, the
 pattern's cost is the square of the digits that start a line, wherever it is tried (its
 look-ahead at every line of a cue's text too: a cue line of 20,000 digits took 6 s), so a
-line may start with at most ``MAX_LEADING_DIGITS`` digits.
+line may start with at most ``MAX_LEADING_DIGITS`` digits. Line ends are made LF first: a
+file of lone CRs (old Mac style), which players read, was a 400; a translated file is
+written with LF line ends, whatever the upload's.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ from serve_app.documents.base import (
 )
 
 MAX_LEADING_DIGITS = 20  # longer than any cue index; the pattern's cost is its square
+# A line ends at CRLF, LF or a lone CR (old Mac files), as players read SubRip (FFmpeg's
+# ``ff_subtitles_next_line``, Python's universal newlines in pysubs2); ``srt`` reads only
+# the first two.
+_LINE_END = re.compile(r"\r\n?")
 _LONG_LEADING_NUMBER = re.compile(rf"^[ \t]*-?[0-9]{{{MAX_LEADING_DIGITS + 1}}}", re.MULTILINE)
 
 
@@ -103,7 +109,7 @@ class SrtFormat(DocumentFormat):
     parse_errors = (srt.SRTParseError, ValueError, OverflowError)  # a timing past any clock
 
     def _cues(self, data: bytes) -> list[srt.Subtitle]:
-        text = decode_text(data, "SubRip")
+        text = _LINE_END.sub("\n", decode_text(data, "SubRip"))
         with reading(self):
             cues = parse_srt(text)
         if not cues and text.strip():

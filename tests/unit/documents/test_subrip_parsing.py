@@ -74,3 +74,20 @@ def test_parse_srt_reads_what_srt_parse_reads() -> None:
         except MalformedDocument:
             got = None
         assert got == expected, repr(text)
+
+
+@pytest.mark.parametrize("newline", ["\r", "\r\n", "\n"], ids=["CR", "CRLF", "LF"])
+def test_line_ends_of_every_kind_are_read_as_players_read_them(newline: str) -> None:
+    """A file of lone CRs (old Mac style) was a 400 (``srt`` reads CRLF and LF only); FFmpeg's
+    SubRip reader and pysubs2 read it, and so does this one now. A mixed file's lone CR
+    in a cue is a line break too. The translated file has LF line ends."""
+    text = CUE + "Hello\nworld\n\n2\n00:00:03,000 --> 00:00:04,000\n<i>Bye</i>\r\n\n"
+    data = text.replace("\r\n", "\n").replace("\n", newline).encode()
+    fmt = FORMATS["srt"]
+    segments = extract(fmt, data, DocumentLimits())
+    assert [s.text for s in segments] == ["Hello\nworld", "<g1>Bye</g1>"]
+    out = fmt.rebuild(data, ["Hallo\nWelt", "<g1>Tschüss</g1>"]).decode()
+    cues = list(srt.parse(out))
+    assert [c.content for c in cues] == ["Hallo\nWelt", "<i>Tschüss</i>"]
+    assert [c.start.seconds for c in cues] == [1, 3]
+    assert "\r" not in out
