@@ -27,7 +27,7 @@ from serve_app.api.glossaries import stored_glossary
 from serve_app.core.errors import DocumentTooLarge, InvalidRequest
 from serve_app.core.schemas import MAX_GLOSSARY_ID_CHARS
 from serve_app.documents import FORMATS
-from serve_app.documents.jobs import GLOSSARY_ID, Upload, seconds_remaining
+from serve_app.documents.jobs import GLOSSARY_ID, Upload, file_name, seconds_remaining
 from serve_app.documents.replica import ReplicaDocuments
 from serve_app.store import DocumentJob, owner_of
 
@@ -133,10 +133,12 @@ async def with_glossary(
 
 
 def file_response(job: DocumentJob, data: bytes) -> Response:
-    """The translated file as a download under the uploaded file's name."""
+    """The translated file as a download under the uploaded file's name (without the format
+    characters ``file_name`` drops, from a job stored before it dropped them too)."""
     fmt = FORMATS.get(job.format)
-    ascii_name = job.name.encode("ascii", "replace").decode().replace('"', "'")
-    disposition = f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(job.name)}"
+    name = file_name(job.name) or f"document.{job.format}"
+    ascii_name = name.encode("ascii", "replace").decode().replace('"', "'")
+    disposition = f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}"
     return Response(
         content=data,
         media_type=fmt.media_type if fmt else "application/octet-stream",

@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import regex
+
 from serve_app.core.aio import ThreadGate
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.core.errors import (
@@ -55,6 +57,12 @@ GLOSSARY_ID = "glossary_id"
 GLOSSARY = "glossary"
 # The snapshot's share of the job's options (the store takes 64 KiB of options in all).
 MAX_GLOSSARY_BYTES = 48 * 1024
+# Dropped from a file's name: format characters (category Cf: bidi overrides, embeddings,
+# isolates and marks, zero-width spaces, soft hyphens, BOMs, tags). "invoice" RLO "fdp.exe"
+# shows as "invoiceexe.pdf" in a browser's download bar. ZWNJ and ZWJ stay: words of Persian
+# and Indic scripts, and emoji, are spelled with them, and they reorder nothing. (Controls
+# and line separators are refused by the store: ``store.validation.check_name``.)
+_HIDDEN = regex.compile(r"[\p{Cf}--[\u200c\u200d]]", regex.V1)
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,8 @@ class DocumentJobs:
     ) -> Submitted:
         """Reads the file (400 if malformed, 413 beyond the limits) and stores the job;
         ``detect`` (segment texts -> language code) fills in a missing source language."""
-        fmt = format_for(upload.filename, upload.format)
+        name = file_name(upload.filename)
+        fmt = format_for(name, upload.format)
         segments, terms = await self.reading.run(_read, fmt, upload, self.limits)
         source = upload.source_lang
         if detect is not None and segments:
@@ -135,7 +144,7 @@ class DocumentJobs:
             options |= _glossary_options(upload.glossary_id, terms)
         job = await self.store.create_document(
             owner,
-            file_name(upload.filename) or f"document.{fmt.name}",
+            name or f"document.{fmt.name}",
             fmt.name,
             source,
             upload.target_lang,
@@ -217,8 +226,9 @@ class DocumentJobs:
 
 def file_name(name: str) -> str:
     """The uploaded file's name without the folders a client may send with it
-    (``../../x.docx``, ``C:\\Users\\x.docx``): the name the download is offered under."""
-    return name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    (``../../x.docx``, ``C:\\Users\\x.docx``) and without invisible format characters
+    (``_HIDDEN``): the name the download is offered under."""
+    return _HIDDEN.sub("", name.replace("\\", "/").rsplit("/", 1)[-1]).strip()
 
 
 def _read(

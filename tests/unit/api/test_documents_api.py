@@ -12,9 +12,11 @@ import httpx
 import pytest
 
 from serve_app.api.app import create_app
+from serve_app.api.documents import file_response
 from serve_app.core.config import AppConfig
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.documents.replica import ReplicaDocuments
+from serve_app.store import DocumentJob
 from serve_app.store.sqlite import open_sqlite
 from serve_app.translation.service import TranslationService
 from tests.docsamples import CHECKS, SAMPLES
@@ -327,3 +329,57 @@ async def test_a_file_name_with_folders_is_served_under_its_own_name(
     r = await setup.client.get(url)
     assert r.status_code == 200, r.text
     assert 'filename="notes.md"' in r.headers["content-disposition"]
+
+
+SPOOFED = "invoice\u202efdp.md"  # a browser shows it as "invoicedm.pdf"
+
+
+@pytest.mark.parametrize("route", ["native", "deepl", "libre"])
+async def test_format_characters_are_dropped_from_the_name_a_file_is_offered_under(
+    setup: Setup, route: str
+) -> None:
+    """A bidi override (RLO) in an uploaded name was kept in the translated file's
+    ``Content-Disposition``, so a download bar showed another extension than the file's.
+    Format characters (Cf) are dropped from the name at upload; ZWNJ and ZWJ are kept."""
+    setup.documents.start()
+    name = "\u2066" + SPOOFED + "\u200b\ufeff"
+    files = {"file": (name, SAMPLES["md"](), "text/markdown")}
+    if route == "libre":
+        form = {"source": "en", "target": "de"}
+        r = await setup.client.post("/libretranslate/translate_file", files=files, data=form)
+        assert r.status_code == 200, r.text
+        url = r.json()["translatedFileUrl"]
+        assert url.endswith(".invoicefdp.md")
+    elif route == "deepl":
+        form = {"target_lang": "DE", "filename": name}
+        r = await setup.client.post("/v2/document", files=files, data=form, headers=AUTH)
+        assert r.status_code == 200, r.text
+        doc, key = r.json()["document_id"], r.json()["document_key"]
+        await finish(setup)
+        url = f"/v2/document/{doc}/result"
+    else:
+        r = await setup.client.post("/documents", files=files, data={"target_lang": "de"})
+        assert r.status_code == 201, r.text
+        assert r.json()["name"] == "invoicefdp.md"
+        await finish(setup)
+        url = f"/documents/{r.json()['id']}/result"
+    if route == "deepl":
+        r = await setup.client.post(url, data={"document_key": key}, headers=AUTH)
+    else:
+        r = await setup.client.get(url)
+    assert r.status_code == 200, r.text
+    disposition = r.headers["content-disposition"]
+    assert disposition == ("attachment; filename=\"invoicefdp.md\"; filename*=UTF-8''invoicefdp.md")
+
+
+def test_a_job_stored_with_a_spoofing_name_is_offered_without_it() -> None:
+    """Jobs stored before the names were cleaned at upload are cleaned when served (RFC
+    5987's ``filename*`` keeps the rest of the name, Persian's ZWNJ included)."""
+    job = DocumentJob(
+        "id", "owner", "\u0645\u06cc\u200c" + SPOOFED, "markdown", "en", "de", {}, "done",
+        1, 1, 1, 1, 1, 0.0, None, 0.0, 0.0,
+    )  # fmt: skip
+    disposition = file_response(job, b"x").headers["content-disposition"]
+    assert "%E2%80%AE" not in disposition
+    assert disposition.endswith("filename*=UTF-8''%D9%85%DB%8C%E2%80%8Cinvoicefdp.md")
+    assert 'filename="??' in disposition
