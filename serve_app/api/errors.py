@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -40,6 +41,7 @@ STATUS: dict[type[e.ServiceError], int] = {
     e.UnsupportedContentEncoding: 415,
     e.RequestTimeout: 408,
     e.Unauthorized: 401,
+    e.MissingKey: 401,
     e.Forbidden: 403,
     e.Overloaded: 503,
     e.EngineUnavailable: 503,
@@ -97,11 +99,47 @@ def printable(text: str) -> str:
 ErrorFormat = Callable[[int, str, str], tuple[int, dict[str, Any]]]
 
 
-def register_error_format(app: FastAPI, prefix: str, fmt: ErrorFormat) -> None:
-    """Errors of requests under path ``prefix`` are shaped by ``fmt``."""
+@dataclass(frozen=True)
+class KeyScheme:
+    """How an API takes its keys: the ``WWW-Authenticate`` challenge of its key refusals
+    (None: no header, as LibreTranslate sends none) and what a ``MissingKey``'s message
+    tells the client to send."""
+
+    challenge: str | None
+    send: str
+
+
+BEARER = KeyScheme("Bearer", "'Authorization: Bearer <key>'")
+
+
+@dataclass(frozen=True)
+class _Api:
+    prefix: str
+    format: ErrorFormat | None
+    keys: KeyScheme
+
+
+_NATIVE = _Api("/", None, BEARER)
+
+
+def register_error_format(
+    app: FastAPI, prefix: str, fmt: ErrorFormat, keys: KeyScheme = BEARER
+) -> None:
+    """Errors of requests under path ``prefix`` are shaped by ``fmt``; its key refusals
+    name ``keys``."""
     if not hasattr(app.state, "error_formats"):
         app.state.error_formats = []
-    app.state.error_formats.append((prefix.rstrip("/") + "/", fmt))
+    app.state.error_formats.append(_Api(prefix.rstrip("/") + "/", fmt, keys))
+
+
+def _api_of(request: Request) -> _Api:
+    """The API a request was sent to, by its path: ``/v2/...`` and ``/v2`` alike."""
+    path = request.url.path
+    app_state = getattr(request.scope.get("app"), "state", None)
+    for api in getattr(app_state, "error_formats", []):
+        if path.startswith(api.prefix) or path == api.prefix[:-1]:
+            return api
+    return _NATIVE
 
 
 def _respond(
@@ -111,13 +149,11 @@ def _respond(
     message: str,
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
-    path = request.url.path
     message = printable(message)
-    app_state = getattr(request.scope.get("app"), "state", None)
-    for prefix, fmt in getattr(app_state, "error_formats", []):
-        if path.startswith(prefix) or path == prefix[:-1]:  # "/v2/..." and "/v2" alike
-            status, body = fmt(status, code, message)
-            return JSONResponse(body, status_code=status, headers=headers)
+    fmt = _api_of(request).format
+    if fmt is not None:
+        status, body = fmt(status, code, message)
+        return JSONResponse(body, status_code=status, headers=headers)
     return JSONResponse(error_body(code, message), status_code=status, headers=headers)
 
 
@@ -132,12 +168,19 @@ def service_error_response(exc: e.ServiceError, request: Request) -> JSONRespons
     if status >= 500:
         logger.warning("request %s failed: %s (%s)", _request_id(request), exc.code, exc.message)
     headers = dict(HEADERS.get(type(exc), {}))
+    message = exc.message
+    if isinstance(exc, e.Unauthorized):  # in the called API's words and scheme
+        keys = _api_of(request).keys
+        if isinstance(exc, e.MissingKey):
+            message = f"{message}: send {keys.send}."
+        if keys.challenge:
+            headers["WWW-Authenticate"] = keys.challenge
     retry_after = exc.retry_after_s
     if retry_after is None and status == 503:
         retry_after = UNAVAILABLE_RETRY_AFTER_S  # every 503 says when to come back
     if retry_after is not None:
         headers["Retry-After"] = str(retry_after)
-    return _respond(request, status, exc.code, exc.message, headers or None)
+    return _respond(request, status, exc.code, message, headers or None)
 
 
 def validation_message(errors: Sequence[Mapping[str, Any]]) -> str:

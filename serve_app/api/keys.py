@@ -47,14 +47,13 @@ from serve_app.api.security import (
     read_bounded,
     run_as_key,
 )
-from serve_app.core.errors import ServiceError, StoreUnavailable, Unauthorized
+from serve_app.core.errors import MissingKey, ServiceError, StoreUnavailable
 from serve_app.core.schemas import BatchTranslateRequest, BatchTranslateResponse, ItemError
 from serve_app.store.apikeys import digest, env_key_id
 from serve_app.store.protocol import Store, Usage
 from serve_app.translation.service import TranslationService
 
 logger = logging.getLogger("ray.serve.translator")
-MISSING_KEY = "Missing or invalid API key: send 'Authorization: Bearer <key>'."
 
 
 class KeyResolver:
@@ -129,7 +128,7 @@ class KeyMiddleware:
         try:
             key_id, receive = await self._identify(scope, receive)
             if key_id is None:
-                raise Unauthorized(MISSING_KEY)
+                raise MissingKey()
             if self.store is not None and key_id:
                 await self.store.charge(key_id, 0, requests=1)
         except ServiceError as exc:

@@ -35,8 +35,8 @@ from serve_app.core.errors import (
     BodyTooLarge,
     InvalidRequest,
     KeysMissing,
+    MissingKey,
     ServiceError,
-    Unauthorized,
 )
 from serve_app.store.apikeys import env_key_id
 from serve_app.store.protocol import Store
@@ -164,10 +164,8 @@ def _presented_key(scope: Scope) -> bytes | None:
 
 
 async def _refuse(exc: ServiceError, scope: Scope, receive: Receive, send: Send) -> None:
-    response = service_error_response(exc, Request(scope))
-    if isinstance(exc, Unauthorized):
-        response.headers["WWW-Authenticate"] = "Bearer"
-    await response(scope, receive, send)
+    """``exc`` answered by the one error mapper (a key refusal with its API's challenge)."""
+    await service_error_response(exc, Request(scope))(scope, receive, send)
 
 
 async def _parameter_key(scope: Scope, messages: list[Message]) -> bytes | None:
@@ -243,8 +241,7 @@ class ApiKeyMiddleware:
             if (key_id := self.key_id(presented)) is not None:
                 await run_as_key(self.app, key_id, scope, _replay(messages, receive), send)
                 return
-        message = "Missing or invalid API key: send 'Authorization: Bearer <key>'."
-        await _refuse(Unauthorized(message), scope, receive, send)
+        await _refuse(MissingKey(), scope, receive, send)
 
 
 async def run_as_key(app: ASGIApp, key_id: str, scope: Scope, receive: Receive, send: Send) -> None:

@@ -90,6 +90,15 @@ class Unauthorized(ClientError):
     code = "unauthorized"
 
 
+class MissingKey(Unauthorized):
+    """No API key, or one the service does not know. The answer completes the message with
+    how the called API takes keys (``api/errors.py``: DeepL's ``DeepL-Auth-Key`` scheme,
+    LibreTranslate's ``api_key`` parameter, a bearer token elsewhere)."""
+
+    def __init__(self, message: str = "Missing or invalid API key") -> None:
+        super().__init__(message)
+
+
 class Forbidden(ClientError):
     code = "forbidden"
 

@@ -31,7 +31,7 @@ from serve_app.api.compat.deepl_glossaries import deepl_glossary_routes
 from serve_app.api.compat.deepl_options import DeepLOptions, deepl_options
 from serve_app.api.compat.markup import deepl_markup
 from serve_app.api.compat.schemas import DeepLTranslateBody, request_body
-from serve_app.api.errors import register_error_format
+from serve_app.api.errors import KeyScheme, register_error_format
 from serve_app.api.glossaries import apply_glossaries
 from serve_app.api.keys import caller_usage, translate_batch_charged
 from serve_app.core.errors import DocumentNotReady, Forbidden, InvalidRequest, UnsupportedOption
@@ -60,7 +60,8 @@ _TARGETS = {
 # 403, and a used-up character quota "456 Quota exceeded" (its clients raise
 # QuotaExceededException on it); 429 stays "too many requests".
 _DEEPL_STATUS = {"unauthorized": 403, "quota_exceeded": 456}
-_DEEPL_SCHEME = "'Authorization: DeepL-Auth-Key <key>'"
+# DeepL's key scheme: the key check's refusal names it (Bearer is refused on these routes).
+DEEPL_KEYS = KeyScheme("DeepL-Auth-Key", "'Authorization: DeepL-Auth-Key <key>'")
 
 
 def deepl_error(status: int, code: str, message: str) -> tuple[int, dict[str, Any]]:
@@ -70,8 +71,6 @@ def deepl_error(status: int, code: str, message: str) -> tuple[int, dict[str, An
         return 503, {"message": message}
     if status == 422:
         return 400, {"message": message}
-    if code == "unauthorized":  # the key check names the scheme the DeepL routes refuse
-        message = message.replace("'Authorization: Bearer <key>'", _DEEPL_SCHEME)
     return _DEEPL_STATUS.get(code, status), {"message": message}
 
 
@@ -86,7 +85,7 @@ def _require_auth(request: Request, params: Params) -> None:
     as ``deepl-auth-key`` passed it and was then refused here), or ``auth_key``."""
     scheme = request.headers.get("authorization", "").split(" ", 1)[0]
     if not (scheme.lower() == "deepl-auth-key" or one(params, "auth_key")):
-        raise Forbidden(f"Authorization failure: send {_DEEPL_SCHEME}.")
+        raise Forbidden(f"Authorization failure: send {DEEPL_KEYS.send}.")
 
 
 def _formality(service: TranslationService, value: Any) -> str:
@@ -172,7 +171,7 @@ def deepl_router(
     if documents is not None:
         formality = functools.partial(_formality, service)
         deepl_document_routes(router, documents, formality, _require_auth)
-    deepl_glossary_routes(app, router, service, _require_auth, deepl_error, _ERRORS)
+    deepl_glossary_routes(app, router, service, _require_auth, (deepl_error, DEEPL_KEYS), _ERRORS)
 
     @router.post("/translate", openapi_extra=request_body(DeepLTranslateBody))
     async def translate(request: Request) -> dict[str, Any]:
@@ -199,4 +198,4 @@ def deepl_router(
         return {"character_count": found.characters, "character_limit": limit}
 
     app.include_router(router)
-    register_error_format(app, "/v2", deepl_error)
+    register_error_format(app, "/v2", deepl_error, DEEPL_KEYS)

@@ -21,7 +21,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Request, Response
 
 from serve_app.api.compat.common import Params, get_and_post, one, read_params
-from serve_app.api.errors import ErrorFormat, register_error_format
+from serve_app.api.errors import ErrorFormat, KeyScheme, register_error_format
 from serve_app.api.glossaries import create_glossary, glossary_store, owner
 from serve_app.api.glossary_entries import parse_entries_async, to_tsv, written_async
 from serve_app.core.errors import GlossaryNotFound, InvalidRequest
@@ -215,7 +215,7 @@ def deepl_glossary_routes(
     v2: APIRouter,
     service: TranslationService,
     auth: RequireAuth,
-    error_format: ErrorFormat,
+    errors: tuple[ErrorFormat, KeyScheme],
     responses: dict[int | str, dict[str, Any]],
 ) -> None:
     """Adds the v2 glossary routes to ``v2`` (DeepL's ``/v2`` router) and the v3 ones, in
@@ -224,4 +224,4 @@ def deepl_glossary_routes(
     v3 = APIRouter(prefix="/v3", tags=["DeepL API v3 glossaries"], responses=responses)
     _v3_routes(v3, service, auth)
     app.include_router(v3)
-    register_error_format(app, "/v3", error_format)
+    register_error_format(app, "/v3", *errors)

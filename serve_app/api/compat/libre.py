@@ -32,7 +32,7 @@ from serve_app.api.compat.libre_documents import libre_document_routes
 from serve_app.api.compat.libre_settings import frontend_settings
 from serve_app.api.compat.markup import libre_format
 from serve_app.api.compat.schemas import LibreDetectBody, LibreTranslateBody, request_body
-from serve_app.api.errors import register_error_format
+from serve_app.api.errors import KeyScheme, register_error_format
 from serve_app.api.glossaries import apply_glossaries
 from serve_app.api.keys import translate_batch_charged
 from serve_app.core.errors import InvalidRequest
@@ -40,6 +40,10 @@ from serve_app.core.schemas import BatchTranslateRequest, TextItem, TranslateRes
 from serve_app.documents.replica import ReplicaDocuments
 from serve_app.translation.languages import Language
 from serve_app.translation.service import TranslationService
+
+# LibreTranslate's clients send an api_key parameter (the key check also takes a header);
+# LibreTranslate's 403 carries no WWW-Authenticate.
+LIBRE_KEYS = KeyScheme(None, "an 'api_key' parameter (or 'Authorization: Bearer <key>')")
 
 
 def libre_error(status: int, code: str, message: str) -> tuple[int, dict[str, Any]]:
@@ -243,4 +247,4 @@ def libre_router(
         return [{"confidence": round(c * 100, 1), "language": code} for code, c in found]
 
     app.include_router(router)
-    register_error_format(app, prefix, libre_error)
+    register_error_format(app, prefix, libre_error, LIBRE_KEYS)

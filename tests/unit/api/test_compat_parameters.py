@@ -118,8 +118,49 @@ async def test_the_deepl_scheme_is_case_insensitive(
             assert r.json() == {
                 "message": "Missing or invalid API key: send 'Authorization: DeepL-Auth-Key <key>'."
             }
+            assert r.headers["www-authenticate"] == "DeepL-Auth-Key"  # was Bearer
     for db in stores:
         await db.close()
+
+
+# (method, path, status, the message's words, WWW-Authenticate or None)
+REFUSALS = [
+    ("POST", "/translate", 401, "send 'Authorization: Bearer <key>'.", "Bearer"),
+    ("GET", "/v1/models", 401, "send 'Authorization: Bearer <key>'.", "Bearer"),
+    ("GET", "/v2/usage", 403, "send 'Authorization: DeepL-Auth-Key <key>'.", "DeepL-Auth-Key"),
+    ("GET", "/v3/glossaries", 403, "send 'Authorization: DeepL-Auth-Key <key>'.", "DeepL-Auth-Key"),
+    ("POST", LIBRE, 403, "send an 'api_key' parameter (or 'Authorization: Bearer <key>').", None),
+]
+
+
+@pytest.mark.parametrize("store", [False, True])
+@pytest.mark.parametrize(("method", "path", "status", "words", "challenge"), REFUSALS)
+async def test_a_key_refusal_names_the_called_apis_scheme(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    store: bool,
+    method: str,
+    path: str,
+    status: int,
+    words: str,
+    challenge: str | None,
+) -> None:
+    """The key check's refusal is worded and challenged in the called API's scheme: the
+    DeepL routes' 403 said ``WWW-Authenticate: Bearer`` (DeepL takes ``DeepL-Auth-Key``),
+    LibreTranslate's named a header its clients do not send, and LibreTranslate answers
+    its 403 without a challenge."""
+    monkeypatch.setenv("COMPAT_KEYS", KEY)
+    c, stores = await app_client(tmp_path, FakeEngine(), keys=True, store=store)
+    async with c:
+        r = await c.request(method, path, json={"q": "Hi", "target": "de"})
+    for db in stores:
+        await db.close()
+    assert r.status_code == status, r.text
+    body = r.json()
+    message = body.get("message") or body["error"]
+    message = message if isinstance(message, str) else message["message"]
+    assert message == f"Missing or invalid API key: {words}"
+    assert r.headers.get("www-authenticate") == challenge
 
 
 async def test_a_json_null_is_an_absent_parameter(client: httpx.AsyncClient) -> None:
