@@ -22,6 +22,7 @@ from serve_app.api.keys import ANONYMOUS
 from serve_app.api.middleware import MetricsMiddleware, ReplicaHeaderMiddleware, RequestIdMiddleware
 from serve_app.api.native import native_router
 from serve_app.api.security import install_security
+from serve_app.api.slashes import install_slash_redirects
 from serve_app.api.web.router import web_router
 from serve_app.core.glossary_terms import IndexCache
 from serve_app.documents.replica import ReplicaDocuments
@@ -47,6 +48,7 @@ def create_app(
     app.state.glossary_indexes = IndexCache()  # stored glossaries' term indexes
     app.state.anonymous_usage = AnonymousUsage(store, ANONYMOUS) if store is not None else None
     install_error_handlers(app)
+    install_slash_redirects(app)  # relative Location: never a host from the Host header
     app.add_middleware(BodyCheckMiddleware)  # innermost: behind the key check and body limit
     prefix = service.config.compat.libretranslate_prefix
     install_security(

@@ -102,6 +102,29 @@ def test_injection_is_translated_as_text(served: str) -> None:
     assert body["usage"]["input_tokens"] > 0
 
 
+def test_the_leftovers_of_the_api_review_through_the_proxy(served: str) -> None:
+    """Through HAProxy and a replica: ``stream_options`` without ``stream`` (ignored before)
+    and ``temperature: "NaN"`` ("less than or equal to 2") are OpenAI 400s; LibreTranslate's
+    ``/detect`` pools a list (it was "given more than once"); a trailing slash's 307 names
+    no host (its ``Location`` came from the client's ``Host``)."""
+    chat = {"messages": [{"role": "user", "content": "Hi"}]}
+    for extra, words in [
+        ({"stream_options": {"include_usage": True}}, "only allowed when 'stream' is enabled"),
+        ({"temperature": "NaN"}, "temperature: Input should be a finite number"),
+    ]:
+        r = httpx.post(f"{served}/v1/chat/completions", json=chat | extra, timeout=60)
+        assert r.status_code == 400, r.text
+        assert words in r.json()["error"]["message"], r.text
+    q = ["Buenos días, amigo.", "¿Dónde está la biblioteca de la ciudad?"]
+    r = httpx.post(f"{served}/libretranslate/detect", json={"q": q}, timeout=60)
+    assert r.status_code == 200, r.text
+    assert r.json()[0]["language"] == "es", r.text
+    for path in ("/translate/", "/v2/translate/?x=1"):
+        r = httpx.post(f"{served}{path}", headers={"Host": "evil.example"}, timeout=60)
+        assert r.status_code == 307, r.text
+        assert r.headers["location"] == path.replace("/?", "?").rstrip("/"), r.headers
+
+
 def test_still_serving_after_bad_input(served: str) -> None:
     r = httpx.post(f"{served}/translate", json=ITEM, timeout=120)
     assert r.status_code == 200, r.text

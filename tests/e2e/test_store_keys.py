@@ -116,6 +116,10 @@ def test_stored_keys_from_the_command_work_on_every_route(key_cluster: KeyCluste
         httpx.post(f"{url}/translate", json=item, headers=bearer("x"), timeout=60).status_code
         == 401
     )
+    missing = httpx.get(f"{url}/v2/usage", timeout=60)  # DeepL's 403, DeepL's scheme
+    assert missing.status_code == 403, missing.text
+    assert missing.headers["www-authenticate"] == "DeepL-Auth-Key"
+    assert "DeepL-Auth-Key <key>" in missing.json()["message"]
     env = httpx.post(f"{url}/translate", json=item, headers={"X-API-Key": ENV_KEY}, timeout=120)
     assert env.is_success  # keys from the environment keep working
     usage = httpx.get(f"{url}/usage", headers=bearer(secret), timeout=60).json()

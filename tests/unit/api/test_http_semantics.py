@@ -129,3 +129,44 @@ async def test_an_empty_body_declared_as_json_holds_no_parameters(
         headers = {"Content-Type": "application/json"}
         r = await client.request(method, path, content=body, headers=headers)
         assert r.status_code == 200, (body, r.text)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "location"),
+    [
+        ("POST", "/translate/", "/translate"),
+        ("POST", "/translate/?x=1&y=%20", "/translate?x=1&y=%20"),
+        ("GET", "/languages//", "/languages"),
+        ("POST", "/v2/translate/", "/v2/translate"),
+        ("POST", "/libretranslate/translate/", "/libretranslate/translate"),
+        ("GET", "/healthz/", "/healthz"),
+    ],
+)
+async def test_a_trailing_slash_redirect_stays_on_the_server_called(
+    client: httpx.AsyncClient, method: str, path: str, location: str
+) -> None:
+    """Starlette built the 307's ``Location`` from the ``Host`` header: ``Host:
+    evil.example`` was sent to ``http://evil.example/translate``. It is relative now."""
+    r = await client.request(method, path, headers={"Host": "evil.example"})
+    assert r.status_code == 307, r.text
+    assert r.headers["location"] == location
+    assert r.headers["x-content-type-options"] == "nosniff"  # the app's answer
+
+
+async def test_a_redirect_is_followed_to_the_route_and_never_names_a_host(
+    client: httpx.AsyncClient,
+) -> None:
+    body = {"text": "Hi", "source_lang": "en", "target_lang": "de"}
+    r = await client.post("/translate/", json=body, follow_redirects=True)
+    assert r.status_code == 200, r.text
+    assert [h.status_code for h in r.history] == [307]
+    r = await client.get("/no-such-path/", headers={"Host": "evil.example"})
+    assert r.status_code == 404
+    assert "location" not in r.headers
+    transport = client._transport  # a path starting "//" never becomes a Location
+    for raw in ("//translate/", "//evil.example/translate/"):
+        request = httpx.Request("POST", "http://t/x", headers={"Host": "evil.example"})
+        request.url = request.url.copy_with(raw_path=raw.encode())
+        answer = await transport.handle_async_request(request)
+        assert answer.status_code == 404, raw
+        assert "location" not in answer.headers
