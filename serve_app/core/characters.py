@@ -5,15 +5,23 @@ newline, NUL...), Cs (lone surrogates), Zl and Zp (U+2028, U+2029): Unicode's st
 policy keeps these sets fixed, so one character class matches exactly them. A scan in C
 takes milliseconds for the largest glossary (20 M characters); ``unicodedata.category`` per
 character took 4 s, on the store's event loop.
+
+``invisible`` (nothing but whitespace and format characters) is also what a translate
+request calls blank: a text of 10,000 zero-width joiners has nothing to translate, and was
+sent to the engine as 60 pieces (51 s of the CPU engine's time).
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
+
+import regex
 
 _BAD = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _BAD_BUT_NEWLINES = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# A visible character: not whitespace (``str.isspace``: ``\s`` and U+001C-U+001F) nor a
+# format character (Cf: zero-width spaces and joiners, BOMs, direction marks).
+_VISIBLE = regex.compile(r"[^\s\x1c-\x1f\p{Cf}]")
 
 
 def bad_character(text: str, allow_newlines: bool = False) -> str | None:
@@ -25,5 +33,6 @@ def bad_character(text: str, allow_newlines: bool = False) -> str | None:
 
 def invisible(text: str) -> bool:
     """Whether ``text`` holds nothing visible: only whitespace and format characters
-    (zero-width spaces, BOMs, direction marks: category Cf)."""
-    return all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in text)
+    (zero-width spaces and joiners, BOMs, direction marks: category Cf). One scan in C: a
+    client's megabyte of them is read in a millisecond, on the event loop if need be."""
+    return _VISIBLE.search(text) is None

@@ -129,8 +129,11 @@ class TranslateRequest(TextItem):
     @field_validator("text")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("text must not be empty or whitespace only")
+        if invisible(value):
+            raise ValueError(
+                "text must not be empty or whitespace only (zero-width and other invisible "
+                "format characters count as whitespace)"
+            )
         return value
 
 

@@ -13,6 +13,7 @@ from contextlib import suppress
 from dataclasses import replace
 from typing import Any, Protocol
 
+from serve_app.core.characters import invisible
 from serve_app.core.context import engine_priority
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.core.errors import LanguageDetectionFailed
@@ -123,6 +124,8 @@ class ReplicaDocuments:
         return max(0, int(self.service.in_flight) - self.active)
 
     async def _translate(self, claim: SegmentClaim, text: str, context: str) -> str:
+        if invisible(text):  # a cue of a zero-width space: nothing to translate (a 422)
+            return text
         request = TranslateRequest(
             text=text,
             source_lang=claim.source_lang or "auto",

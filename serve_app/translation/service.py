@@ -25,6 +25,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, replace
 
 from serve_app.core.aio import produced
+from serve_app.core.characters import invisible
 from serve_app.core.config import AppConfig
 from serve_app.core.context import current_key
 from serve_app.core.errors import (
@@ -58,7 +59,7 @@ from serve_app.translation.languages import Language, LanguageRegistry
 from serve_app.translation.markupflow import needs_reading, read_document
 from serve_app.translation.piece import gather_all
 from serve_app.translation.planning import Budget, Planner
-from serve_app.translation.textflow import Event, Plan, TextTranslator
+from serve_app.translation.textflow import BLANK_TEXT, Event, Plan, TextTranslator
 
 # Planning threads: the tokenizer releases the GIL, the rest is Python; more threads than
 # cores would only make each plan slower. One core is left to the event loop and Ray's
@@ -240,8 +241,8 @@ class TranslationService:
         return [[next(answers) for _ in range(k)] if i in plans else [] for i in range(len(items))]
 
     def detect(self, text: str) -> list[tuple[Language, float]]:
-        if not text.strip():
-            raise InvalidRequest("Invalid request: text must not be empty or whitespace only.")
+        if invisible(text):
+            raise InvalidRequest(BLANK_TEXT)
         return self.flow.detect(text)
 
     def cache_stats(self) -> CacheStatsResponse:

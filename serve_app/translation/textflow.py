@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from serve_app.core.characters import invisible
 from serve_app.core.config import AppConfig
 from serve_app.core.context import current_key, engine_priority
 from serve_app.core.errors import (
@@ -60,6 +61,11 @@ logger = logging.getLogger("ray.serve.translator")
 
 Event = tuple[str, dict[str, Any]]
 
+# A text with nothing to translate (``characters.invisible``).
+BLANK_TEXT = (
+    "Invalid request: text must not be empty or whitespace only (zero-width and other "
+    "invisible format characters count as whitespace)."
+)
 # A piece whose translation hits the token limit is re-split at most this many times.
 _MAX_RESPLITS = 2
 # What the engine's warm-up translates (``warm_up``).
@@ -123,8 +129,8 @@ class TextTranslator:
         ``budget`` (the request's deadline) is checked between steps."""
         budget = budget or Budget(math.inf)
         text = item.text
-        if not text.strip():
-            raise InvalidRequest("Invalid request: text must not be empty or whitespace only.")
+        if invisible(text):  # 10,000 ZWJs were 60 engine requests of nothing to translate
+            raise InvalidRequest(BLANK_TEXT)
         if len(text) > self.limits.max_text_chars:
             raise TextTooLong(
                 f"Text has {len(text)} characters; the limit is {self.limits.max_text_chars}."

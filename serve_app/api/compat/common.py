@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from serve_app.api.bodies import decode_form, is_json, media_type, request_form, request_json
 from serve_app.api.errors import printable
+from serve_app.core.characters import invisible
 from serve_app.core.errors import InvalidRequest, ServiceError
 from serve_app.core.schemas import BatchTranslateResponse, ItemError, TextItem, TranslateResponse
 
@@ -96,9 +97,9 @@ def make_item(**fields: Any) -> TextItem:
 
 
 def blank(text: Any) -> bool:
-    """A text of whitespace only (or empty): DeepL and LibreTranslate answer it as it is,
-    without translating it."""
-    return isinstance(text, str) and not text.strip()
+    """A text of whitespace and invisible format characters only (or empty: ``invisible``):
+    DeepL and LibreTranslate answer it as it is, without translating it."""
+    return isinstance(text, str) and invisible(text)
 
 
 def in_place(texts: list[Any], results: list[TranslateResponse]) -> list[TranslateResponse | str]:

@@ -383,3 +383,18 @@ def test_a_job_stored_with_a_spoofing_name_is_offered_without_it() -> None:
     assert "%E2%80%AE" not in disposition
     assert disposition.endswith("filename*=UTF-8''%D9%85%DB%8C%E2%80%8Cinvoicefdp.md")
     assert 'filename="??' in disposition
+
+
+async def test_a_segment_of_invisible_characters_is_kept_not_translated(setup: Setup) -> None:
+    """A cue of a zero-width space is a blank text to the translate routes (a 422): the
+    worker gives such a segment back as it is rather than failing its job."""
+    srt = "1\n00:00:01,000 --> 00:00:02,000\n\u200b\u200d\n\n2\n00:00:03,000 --> 00:00:04,000\nHi\n"
+    files = {"file": ("a.srt", srt.encode())}
+    r = await setup.client.post("/documents", files=files, data={"target_lang": "de"})
+    assert r.status_code == 201, r.text
+    doc = r.json()["id"]
+    await finish(setup)
+    assert (await setup.client.get(f"/documents/{doc}")).json()["status"] == "done"
+    r = await setup.client.get(f"/documents/{doc}/result")
+    assert "\n\u200b\u200d\n" in r.text
+    assert "\nHI\n" in r.text
