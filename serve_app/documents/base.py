@@ -147,18 +147,29 @@ def check_segments(segments: Sequence[Segment], limits: DocumentLimits) -> None:
     check_segment_count(len(segments), limits)
     chars = 0
     for index, segment in enumerate(segments):
-        if len(segment.text) > limits.max_segment_chars:
-            raise DocumentTooLarge(
-                f"Segment {index + 1} holds {len(segment.text)} characters; at most "
-                f"{limits.max_segment_chars} are accepted in one paragraph, cell or cue."
-            )
+        check_segment_chars(index, segment.text, limits)
         if segment.tagged:
             _check_tags(index, segment.text, limits)
         chars += len(segment.text)
+    check_chars(chars, limits)
+
+
+def check_segment_chars(index: int, text: str, limits: DocumentLimits) -> None:
+    """DocumentTooLarge if segment ``index`` (from 0), of ``text``, is over the limit."""
+    if len(text) > limits.max_segment_chars:
+        raise DocumentTooLarge(
+            f"Segment {index + 1} holds {len(text)} characters; at most "
+            f"{limits.max_segment_chars} are accepted in one paragraph, cell or cue."
+        )
+
+
+def check_chars(chars: int, limits: DocumentLimits, *, more: bool = False) -> None:
+    """DocumentTooLarge if ``chars`` characters of text (``more``: counted so far, of a
+    document read on) are over the limit."""
     if chars > limits.max_chars:
         raise DocumentTooLarge(
-            f"The document holds {chars} characters of text; at most {limits.max_chars} "
-            "are accepted."
+            f"The document holds {'more than ' if more else ''}{chars} characters of text; at "
+            f"most {limits.max_chars} are accepted."
         )
 
 

@@ -50,6 +50,7 @@ import lxml.etree
 
 from serve_app.core.errors import DocumentTooLarge, MalformedDocument
 from serve_app.documents.base import DocumentLimits
+from serve_app.documents.references import References, extra_reads
 
 # Elements whose ``ref`` range openpyxl fills with one cell object per cell.
 _RANGE_ELEMENTS = frozenset({"mergeCell", "hyperlink", "comment"})
@@ -64,6 +65,8 @@ _LONG = 64 * 1024  # a stretch without an element start longer than this is a lo
 MAX_LONG_STRETCHES = 10 * 1024 * 1024
 _BROKEN = (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError)
 _UNPACKING = (zlib.error, lzma.LZMAError)  # a damaged compressed entry
+# Formats whose library reads a part once per reference to it (``references``).
+_READ_PER_REFERENCE = frozenset({"xlsx"})
 
 
 def check_package(name: str, data: bytes, limits: DocumentLimits) -> None:
@@ -74,10 +77,13 @@ def check_package(name: str, data: bytes, limits: DocumentLimits) -> None:
             entries = package.infolist()
             _check_entries(name, entries, limits)
             budget = _Budget(name, limits.max_package_elements)
+            refs = References() if name in _READ_PER_REFERENCE else None
             for entry in entries:
                 if entry.file_size == 0:  # zipfile reads no more than it declares
                     continue
-                _count_part(package, entry, budget)
+                _count_part(package, entry, budget, refs)
+            if refs is not None:
+                _check_rereads(refs, entries, budget, limits)
     except (*_BROKEN, *_UNPACKING) as exc:
         raise MalformedDocument(
             f"The file is not a valid {name} file: it is not a readable ZIP package ({exc})."
@@ -137,9 +143,10 @@ class _Part:
     """One part streamed through expat: its elements spent from the budget, and the byte
     offset of its last element start (the open stretch ends there)."""
 
-    def __init__(self, name: str, budget: _Budget) -> None:
+    def __init__(self, name: str, budget: _Budget, refs: References | None = None) -> None:
         self.name = name
         self.budget = budget
+        self.refs = refs
         self.elements = 0
         self.last = 0
         self.fed = 0
@@ -153,6 +160,8 @@ class _Part:
         self.last = here
         self.elements += 1
         self.budget.spend(1 + _range_cells(tag, attrs), self.name)
+        if self.refs is not None:
+            self.refs.element(self.name, tag, attrs)
 
     def _doctype(self, *_: object) -> None:
         raise MalformedDocument(
@@ -172,11 +181,16 @@ class _Part:
         self.budget.stretch(self.fed - self.last, self.name)
 
 
-def _count_part(package: zipfile.ZipFile, entry: zipfile.ZipInfo, budget: _Budget) -> None:
+def _count_part(
+    package: zipfile.ZipFile,
+    entry: zipfile.ZipInfo,
+    budget: _Budget,
+    refs: References | None = None,
+) -> None:
     """Counts the part's elements (and the cells its ranges cover) into ``budget``. A part
     expat cannot read from its start (a picture) is given to lxml from the bytes already
     read on, never decompressed a second time."""
-    part = _Part(entry.filename, budget)
+    part = _Part(entry.filename, budget, refs)
     where = f"The file is not a valid {budget.name} file: part {entry.filename[:200]!r}"
     with package.open(entry) as stream:
         head = stream.read(_HEAD)
@@ -191,6 +205,29 @@ def _count_part(package: zipfile.ZipFile, entry: zipfile.ZipInfo, budget: _Budge
                     "files never use."
                 ) from exc
         # not XML at all (a picture, a printer setting): no library parses it as XML
+    if refs is not None:
+        refs.elements[entry.filename] = part.elements
+
+
+def _check_rereads(
+    refs: References, entries: list[zipfile.ZipInfo], budget: _Budget, limits: DocumentLimits
+) -> None:
+    """DocumentTooLarge if the parts read more than once (``references``) take the package's
+    elements or unpacked bytes past their limits, read as often as they are."""
+    sizes = {e.filename: e.file_size for e in entries}
+    extra = extra_reads(refs, sizes)
+    if not extra:
+        return
+    worst = max(extra, key=lambda p: extra[p] * (sizes[p] + refs.elements.get(p, 0)))
+    elements = budget.used + sum(n * refs.elements.get(p, 0) for p, n in extra.items())
+    unpacked = sum(sizes.values()) + sum(n * sizes[p] for p, n in extra.items())
+    if elements > limits.max_package_elements or unpacked > limits.max_unpacked_bytes:
+        raise DocumentTooLarge(
+            f"The {budget.name} file names part {worst[:200]!r} {extra[worst] + 1} times, and "
+            f"it is read each time: {unpacked} bytes and {elements} XML elements in all, "
+            f"where at most {limits.max_unpacked_bytes} bytes and "
+            f"{limits.max_package_elements} elements are accepted."
+        )
 
 
 class _Found(Exception):

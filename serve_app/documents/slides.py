@@ -51,6 +51,20 @@ def _stretches(p: Any) -> Iterator[runs.Stretch[Any]]:
     yield runs.stretch(current, _key, _get)
 
 
+def _text_elements(prs: Any) -> list[Any]:
+    """The slides' and their notes' elements, each part once, in slide order. The slide list
+    may name one slide part any number of times (python-pptx loads it once), and slides may
+    share a notes part: walked once per name, 1,000 names of a slide of 10,000 empty
+    paragraphs (a 36 KB upload, 11,000 elements counted) took two minutes."""
+    found: dict[int, Any] = {}
+    for slide in prs.slides:
+        found.setdefault(id(slide.part), slide.element)
+        if slide.has_notes_slide:
+            notes = slide.notes_slide
+            found.setdefault(id(notes.part), notes.element)
+    return list(found.values())
+
+
 class _Presentation:
     def __init__(self, data: bytes, fmt: PptxFormat) -> None:
         with reading(fmt):
@@ -59,10 +73,8 @@ class _Presentation:
         self.stretches, self.segments = runs.segments(found, _get)
 
     def _paragraphs(self) -> Iterator[Any]:
-        for slide in self.prs.slides:
-            yield from slide.element.iter(qn("a:p"))
-            if slide.has_notes_slide:
-                yield from slide.notes_slide.element.iter(qn("a:p"))
+        for element in _text_elements(self.prs):
+            yield from element.iter(qn("a:p"))
 
     def save(self) -> bytes:
         out = io.BytesIO()
