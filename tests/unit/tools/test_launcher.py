@@ -182,7 +182,9 @@ def test_a_stale_cluster_file_gets_a_fresh_local_ray(
     assert get_ray_address_from_environment(None, None) == f"127.0.0.1:{port}"
     out, err = _ray_address(capsys)
     assert out == "local\n"
-    assert len(err.splitlines()) == 1
+    # One line about the file; ./test.sh's end-to-end run beside this one may also leave an
+    # orphaned HAProxy, which the launcher stops and names on a line of its own (CI, 43ee5c2).
+    assert len([line for line in err.splitlines() if "HAProxy" not in line]) == 1
     assert str(ray_address_file) in err
     assert f"127.0.0.1:{port}" in err
     assert "fresh local Ray" in err
