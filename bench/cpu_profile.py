@@ -9,7 +9,10 @@ says that a system is under measured load (``bench.journey`` writes the system's
 $BENCH_PHASE_FILE, which this sets), it waits a few seconds and measures a window of
 ``--window`` seconds: each process's CPU seconds (``/proc/PID/stat`` utime + stime, all
 threads) and, with ``--py-spy``, a sampled profile of the front processes
-(``py-spy record --nonblocking --format raw``: collapsed stacks, one file per process).
+(``py-spy record --nonblocking --format raw``: collapsed stacks, one file per process;
+``--py-spy-engine`` adds each vLLM engine core, where the model runner runs too, with its
+idle samples and a root frame per thread, and
+``bench/spy_summary.py`` reads a file as the share of samples per function).
 ``profile.json`` gets CPU seconds per second of each process; dividing by the RPS that the
 benchmark measured for that system gives CPU microseconds per request, which
 ``--rps-from journey.json`` does at the end. Each phase the benchmark names is measured once
@@ -288,12 +291,15 @@ def measure(system: str, pids: dict[str, int], ns: argparse.Namespace, key: str)
     engine's gauges, the machine's busiest processes and its GPUs."""
     spies = []
     if ns.py_spy:
-        for role in FRONTS[system]:
+        roles = [*FRONTS[system], *(["engine_core"] if ns.py_spy_engine else [])]
+        for role in roles:
             if role in pids:
                 path = ns.out / f"{key.replace(' ', '.')}.{role}.txt"
                 cmd = [ns.py_spy, "record", "--nonblocking", "--format", "raw", "--rate", "200",
                        "--duration", str(max(1, round(ns.window))), "--pid", str(pids[role]),
                        "-o", str(path)]  # fmt: skip
+                # An engine core's main thread waits on the GPU: idle samples kept, by thread.
+                cmd += ["--idle", "--threads"] if role == "engine_core" else []
                 pipe = subprocess.PIPE
                 spies.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=pipe))
     stop, gauges = threading.Event(), {}
@@ -413,6 +419,9 @@ def main() -> None:
     p.add_argument("--window", type=float, default=30)
     p.add_argument("--settle", type=float, default=5, help="seconds between load seen and window")
     p.add_argument("--py-spy", help="path to a py-spy binary (no profile without)")
+    p.add_argument(
+        "--py-spy-engine", action="store_true", help="py-spy each vLLM engine core process too"
+    )
     p.add_argument("--rps-from", type=Path, help="the benchmark's journey.json, for us/request")
     p.add_argument("--plot", action="store_true", help="only plot OUT/profile.json")
     p.add_argument("--every-turn", action="store_true", help="a window for each turn of a phase")

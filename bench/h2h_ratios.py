@@ -98,13 +98,32 @@ def run_ratios(journey: dict[str, Any], ours: str = OURS) -> dict[str, Any]:
     }
 
 
+def label(run_dir: Path, run_dirs: list[Path]) -> str:
+    """A call's name: its folder's, or ``day/folder`` where two calls' folders share a name
+    (every day's results have an ``s-ours``)."""
+    shared = sum(d.name == run_dir.name for d in run_dirs) > 1
+    return f"{run_dir.parent.name}/{run_dir.name}" if shared else run_dir.name
+
+
 def collect(run_dirs: list[Path], ours: str = OURS) -> dict[str, Any]:
-    """Every call's ratios, and the spread over all their rounds."""
+    """Every call's ratios, the spread over all their rounds, and over the rounds of each
+    start order (``ours_first``: this project's server was started first in that call)."""
     runs = {
-        d.name: run_ratios(json.loads((d / "journey.json").read_text()), ours) for d in run_dirs
+        label(d, run_dirs): run_ratios(json.loads((d / "journey.json").read_text()), ours)
+        for d in run_dirs
     }
     every = [row for run in runs.values() for row in run["rounds"]]
-    return {"runs": runs, "all_rounds": medians(every)}
+    by_order: dict[str, Any] = {}
+    for order, first in (("ours_first", True), ("peer_first", False)):
+        rows = [
+            row
+            for run in runs.values()
+            if (run["systems_in_start_order"][0] == ours) == first
+            for row in run["rounds"]
+        ]
+        if rows:
+            by_order[order] = medians(rows)
+    return {"runs": runs, "all_rounds": medians(every), "by_order": by_order}
 
 
 def _cell(value: Any) -> str:
@@ -138,6 +157,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines += ["", "| run | rounds | " + " | ".join(METRICS) + " |"]
     lines.append("|---|---|" + "---|" * len(METRICS))
     groups = [(n, r["medians"], len(r["rounds"])) for n, r in result["runs"].items()]
+    for order, spreads in result.get("by_order", {}).items():
+        groups.append((order.replace("_", " "), spreads, spreads["rps_ratio"]["n"]))
     groups.append(("all", result["all_rounds"], result["all_rounds"]["rps_ratio"]["n"]))
     for name, spreads, count in groups:
         cells = [_spread_cell(spreads.get(m)) for m in METRICS]

@@ -9,7 +9,9 @@ import threading
 import time
 from pathlib import Path
 
-from bench import cpu_profile
+import pytest
+
+from bench import cpu_profile, spy_summary
 
 SLEEPER = "import subprocess, sys, time; {child}time.sleep(30)"
 
@@ -263,3 +265,41 @@ def test_every_turn_measures_each_turn_of_a_phase(tmp_path: Path) -> None:
     results = json.loads((out / "profile.json").read_text())
     assert set(results) == {"vllm_serve #1", "vllm_serve #2"}
     assert all(r["ended"] == "phase" and "sched" in r for r in results.values())
+
+
+def test_py_spy_engine_profiles_the_engine_core_by_thread(tmp_path: Path) -> None:
+    """With --py-spy-engine, a window also samples the front process's engine core child,
+    idle samples kept and each stack rooted in its thread (its main thread waits on the
+    GPU); the front process gets its profile as before, without those roots."""
+    py_spy = Path(sys.executable).parent / "py-spy"
+    if not py_spy.exists():
+        pytest.skip("py-spy is installed with the bench extra")
+    engine = "subprocess.Popen([sys.executable, '-c', 'while True: pass', 'EngineCore']); "
+    busy = "any(time.time() < 0 for _ in iter(int, 1)); "  # a front busy until killed
+    server = spawn("vllm.entrypoints.openai.api_server", child=engine + busy)
+    bench = (
+        "import os, time; f = os.environ['BENCH_PHASE_FILE']\n"
+        "for key in ('vllm_serve', ''):\n"
+        "    open(f + '.tmp', 'w').write(key); os.replace(f + '.tmp', f)\n"
+        "    time.sleep(4)\n"
+    )
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "bench.cpu_profile", "--out", str(out), "--window", "2",
+           "--settle", "0.5", "--py-spy", str(py_spy), "--py-spy-engine", "--",
+           sys.executable, "-c", bench]  # fmt: skip
+    try:
+        subprocess.run(cmd, check=True, timeout=120, capture_output=True)
+        result = json.loads((out / "profile.json").read_text())["vllm_serve"]
+        assert result["pids"]["api_server"] == server.pid
+        stacks = spy_summary.read(out / "vllm_serve.engine_core.txt")
+        assert sum(count for _, count in stacks) > 100  # 2 s at 200 a second, busy
+        assert all(frames[0].startswith("thread (") for frames, _ in stacks)
+        front = spy_summary.read(out / "vllm_serve.api_server.txt")
+        assert front
+        assert not any(frames[0].startswith("thread (") for frames, _ in front)
+    finally:
+        engine_pid = result["pids"].get("engine_core") if "result" in locals() else None
+        if engine_pid:
+            subprocess.run(["kill", "-9", str(engine_pid)], check=False)
+        server.kill()
+        server.wait()

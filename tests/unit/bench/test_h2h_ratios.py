@@ -55,6 +55,24 @@ def test_both_orders_read_as_this_project_over_the_peer(tmp_path: Path) -> None:
     table = h2h_ratios.markdown(result)
     assert "| vllm-first | 1 | 51 | 50 | 1.02 | 0.9 | 20.0 / 40.0 |" in table
     assert "| all | 3 | 1.02 (0.8-1.1) |" in table
+    # Each start order's rounds pooled over its calls.
+    assert result["by_order"]["ours_first"]["rps_ratio"]["n"] == 2
+    assert result["by_order"]["peer_first"]["ttft_p50_ratio"]["median"] == 0.5
+    assert "| ours first | 2 | 0.95 (0.8-1.1) |" in table
+    assert "| peer first | 1 | 1.02 (1.02-1.02) |" in table
+
+
+def test_calls_of_two_days_with_one_folder_name_are_told_apart(tmp_path: Path) -> None:
+    runs = []
+    for day in ("day1", "day2"):
+        (tmp_path / day).mkdir()
+        runs.append(_write(tmp_path / day, "s-ours", _journey(
+            ["ray_serve", "vllm_serve"], [(_side(55, 0.8), _side(50, 1.0))]
+        )))  # fmt: skip
+    result = h2h_ratios.collect(runs)
+    assert set(result["runs"]) == {"day1/s-ours", "day2/s-ours"}
+    assert result["by_order"]["ours_first"]["rps_ratio"]["n"] == 2
+    assert "peer_first" not in result["by_order"]
 
 
 def test_a_run_without_this_project_is_refused(tmp_path: Path) -> None:
