@@ -6,13 +6,18 @@ libraries (found 2026-12-06; each test fails on the code before):
   ``Goodmorning``): they are joined a line apart, as vLLM joins them, so a message of parts
   costs exactly the prompt tokens of its parts' text a line apart;
 - the Responses API answered ``tool_choice: "required"``, ``top_logprobs``, ``include`` of
-  logprobs, a ``conversation`` and a stored ``prompt`` with plain text, as if unasked.
+  logprobs, a ``conversation`` and a stored ``prompt`` with plain text, as if unasked;
+- DeepL's ``style_id``, ``translation_memory_id`` and ``custom_instructions`` (deepl-python's
+  ``style_rule``, ``translation_memory`` and ``custom_instructions``) were ignored, on
+  ``/v2/translate`` and ``/v2/document``.
 """
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
+import deepl
 import httpx
 import openai
 import pytest
@@ -87,3 +92,30 @@ def test_the_openai_client_raises_on_a_responses_tool_choice(
 ) -> None:
     with pytest.raises(openai.BadRequestError, match="tools"):
         client.responses.create(model=model, input="Hello", tool_choice="required")
+
+
+@pytest.mark.parametrize(
+    ("option", "name"),
+    [
+        ({"style_rule": "5d8e9b2a-style"}, "style_id"),
+        ({"translation_memory": "tm-1"}, "translation_memory_id"),
+        ({"custom_instructions": ["Use a formal tone"]}, "custom_instructions"),
+    ],
+)
+def test_the_deepl_client_is_refused_what_the_server_cannot_apply(
+    served: str, option: dict[str, Any], name: str
+) -> None:
+    translator = deepl.DeepLClient("any-key", server_url=served)
+    with pytest.raises(deepl.DeepLException, match=name):
+        translator.translate_text("Hello", source_lang="EN", target_lang="DE", **option)
+    if name == "custom_instructions":  # translate_document takes no instructions
+        return
+    with pytest.raises(deepl.DeepLException, match=name):
+        translator.translate_document_upload(
+            io.BytesIO(b"Hello, world."),
+            target_lang="DE",
+            source_lang="EN",
+            filename="note.txt",
+            **option,
+        )
+    assert translator.translate_text("Hello", source_lang="EN", target_lang="DE").text
