@@ -2,12 +2,13 @@
 
 The block token stream's source maps (line ranges) locate each block's inline text in the
 source; everything else (code blocks and fences, HTML blocks, list markers, table pipes,
-front matter, blank lines) is copied from the source as it is. Each inline text (a paragraph,
-a heading, a table cell) is one segment; its inline tokens are matched back onto its source
-text: emphasis markers, links' ``[`` and ``](url "title")``, images, code spans, inline HTML
-and hard breaks become placeholders, backslash escapes and entities are shown to the model
-decoded and written back as the source spelled them. An inline text that cannot be matched
-(never expected) is copied untranslated rather than risk changing its markup.
+front matter (``front_matter.py``), blank lines) is copied from the source as it is. Each
+inline text (a paragraph, a heading, a table cell) is one segment; its inline tokens are
+matched back onto its source text: emphasis markers, links' ``[`` and ``](url "title")``,
+images, code spans, inline HTML and hard breaks become placeholders, backslash escapes and
+entities are shown to the model decoded and written back as the source spelled them. An
+inline text that cannot be matched (never expected) is copied untranslated rather than risk
+changing its markup.
 
 Line breaks are matched on the source's own spelling, not markdown-it's: its ``newline`` and
 ``escape`` rules leave a soft break's one trailing space, a hard break's spaces and the next
@@ -44,6 +45,7 @@ from serve_app.translation.markup.document import (
     MarkupOptions,
     register,
 )
+from serve_app.translation.markup.front_matter import blank_front_matter
 from serve_app.translation.markup.segment import LINE_END
 
 _MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
@@ -324,7 +326,7 @@ class _Reader:
 
     def read(self) -> Document:
         env: dict[str, object] = {}
-        tokens = _block_tokens(self.source, env)
+        tokens = _block_tokens(blank_front_matter(self.source), env)  # copied as it is
         try:
             for i, tok in enumerate(tokens):
                 tokens[i] = None  # type: ignore[call-overload]  # freed once read

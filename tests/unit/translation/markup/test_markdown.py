@@ -268,3 +268,48 @@ def test_any_line_ends_round_trip_and_translate(text: str) -> None:
         return
     assert upper == text.upper()  # every word was in a segment, all else byte for byte
     assert doc.rebuild(runs) == text.upper()
+
+
+# Front matter (found 2026-12-06): markdown-it read it as a thematic break and a setext
+# heading, and its lines, keys included, were a segment to translate.
+FRONT_MATTERS = {
+    "yaml": "---\ntitle: My post\ntags: [news, blog]\ndraft: false\n---\n",
+    "yaml-dots": "---\ntitle: My post\n...\n",
+    "toml": "+++\ntitle = 'My post'\ndraft = false\n+++\n",
+    "crlf": "---\r\ntitle: My post\r\n---\r\n",
+    "cr": "---\rtitle: My post\r---\r",
+    "bom": "\ufeff---\ntitle: My post\n---\n",
+    "spaces": "--- \t\ntitle: My post\n---  \n",
+    "empty": "---\n---\n",
+}
+
+
+@pytest.mark.parametrize("front", FRONT_MATTERS.values(), ids=FRONT_MATTERS.keys())
+def test_front_matter_is_copied_not_translated(front: str) -> None:
+    text = front + "\nHello *world*.\n"
+    doc = parse("markdown", text)
+    assert [s.source() for s in doc.segments] == ["Hello <x1>world</x1>."]
+    assert identity(doc) == text
+    translated = doc.segments[0].restore("Hallo <x1>Welt</x1>.") or ""
+    assert doc.rebuild([translated]) == front + "\nHallo *Welt*.\n"
+    assert parse("markdown", front).segments == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\ntitle: My post\n\nHello.\n",  # never closed: a thematic break
+        "Intro.\n\n---\ntitle: My post\n---\n",  # not at the start
+        " ---\ntitle: My post\n---\n",  # indented
+        "+++\ntitle: My post\n---\n",  # closed by the other kind's line
+    ],
+)
+def test_what_is_not_front_matter_is_read_as_before(text: str) -> None:
+    sources = [s.source() for s in parse("markdown", text).segments]
+    assert any("title: My post" in s for s in sources), sources
+
+
+def test_the_front_matter_of_the_guide_is_no_segment() -> None:
+    sources = [s.source() for s in parse("markdown", MD).segments]
+    assert not any("title" in s for s in sources), sources
+    assert sources[0] == "Install <x1>it</x1>"
