@@ -313,3 +313,49 @@ def test_the_front_matter_of_the_guide_is_no_segment() -> None:
     sources = [s.source() for s in parse("markdown", MD).segments]
     assert not any("title" in s for s in sources), sources
     assert sources[0] == "Install <x1>it</x1>"
+
+
+# Alert markers (found 2026-12-06): GitHub's ``> [!NOTE]`` and Obsidian's callouts were
+# words of the quote's text, translated; the page showed a plain quote.
+@pytest.mark.parametrize(
+    ("text", "source", "translated", "expected"),
+    [
+        (
+            "> [!NOTE]\n> Useful information.\n",
+            "<x1/>\nUseful information.",
+            "<x1/>\nNützliche Information.",
+            "> [!NOTE]\n> Nützliche Information.\n",
+        ),
+        (
+            "> [!warning]- Careful\r\n> Hot.\r\n",
+            "<x1/> Careful\nHot.",
+            "<x1/> Vorsicht\nHeiß.",
+            "> [!warning]- Vorsicht\r\n> Heiß.\r\n",
+        ),
+        (
+            "- > [!TIP]\n  > Try it.\n",
+            "<x1/>\nTry it.",
+            "<x1/>\nProbier es.",
+            "- > [!TIP]\n  > Probier es.\n",
+        ),
+    ],
+)
+def test_an_alert_marker_is_kept(text: str, source: str, translated: str, expected: str) -> None:
+    doc = parse("markdown", text)
+    assert [s.source() for s in doc.segments] == [source]
+    assert identity(doc) == text
+    assert doc.rebuild([doc.segments[0].restore(translated) or ""]) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[!NOTE]\nnot in a quote\n",
+        "> \\[!NOTE]\n> escaped\n",
+        "> First paragraph.\n>\n> [!NOTE] not the first\n",
+    ],
+)
+def test_what_is_no_alert_marker_is_text(text: str) -> None:
+    doc = parse("markdown", text)
+    assert any("[!NOTE]" in s.source() for s in doc.segments)
+    assert identity(doc) == text

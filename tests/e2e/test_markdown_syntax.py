@@ -1,9 +1,11 @@
-"""A Markdown file's front matter through ``serve run`` (found 2026-12-06; fails on the code
-before): a Jekyll or Hugo post's metadata block was read as a thematic break and a heading
-and sent to the model, keys included, so the site could no longer read the translated file.
-It comes back byte for byte, from ``format: markdown`` on ``/translate`` and from a ``.md``
-document job, while the text after it is translated (the tiny model's words are nonsense:
-only what must not change is compared)."""
+"""Markdown syntax CommonMark does not know, through ``serve run`` (found 2026-12-06; each
+test fails on the code before). A Jekyll or Hugo post's front matter was read as a
+thematic break and a heading and sent to the model, keys included, so the site could no
+longer read the translated file: it comes back byte for byte, from ``format: markdown`` on
+``/translate`` and from a ``.md`` document job. GitHub's alert markers (``> [!NOTE]``) and
+Obsidian's callouts were words of the quote: they come back as they are. The text around
+them is translated (the tiny model's words are nonsense: only what must not change is
+compared)."""
 
 from __future__ import annotations
 
@@ -40,3 +42,13 @@ def test_a_markdown_document_keeps_its_front_matter(served: str) -> None:
     result = httpx.get(f"{served}/documents/{doc}/result", timeout=TIMEOUT)
     assert result.status_code == 200
     assert result.content.startswith(FRONT.encode()), result.content[:300]
+
+
+def test_alert_markers_are_kept(served: str) -> None:
+    for marker in ("[!NOTE]", "[!warning]- Careful"):
+        text = f"> {marker}\n> Back up your files first.\n"
+        body = {"text": text, "source_lang": "en", "target_lang": "de", "format": "markdown"}
+        r = httpx.post(f"{served}/translate", json=body, timeout=TIMEOUT)
+        assert r.status_code == 200, r.text
+        head = "> [!warning]- " if marker.startswith("[!warning]") else "> [!NOTE]\n> "
+        assert r.json()["translation"].startswith(head), r.text
