@@ -15,6 +15,9 @@ A body sent compressed (``Content-Encoding: gzip``, ``deflate``, ``br``, ``zstd`
 ``compress``) is refused (415) before anything reads it: nothing here decompresses, and the
 compressed bytes were refused as "not valid UTF-8" or "broken multipart" instead.
 
+A body not declared as JSON, sent to a route that takes a JSON body model, is refused with
+words that say what to send (``body_models.not_json``).
+
 ``BodyCheckMiddleware`` checks the JSON body of every route (FastAPI parses the native
 routes' bodies itself; once checked, they parse the same); the compatibility APIs read
 their parameters through ``decode_json`` and ``decode_form`` (``compat/common.py``); every
@@ -38,7 +41,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from serve_app.api.body_models import body_route, validate_for_route
+from serve_app.api.body_models import body_route, not_json, takes_json_model, validate_for_route
 from serve_app.api.errors import printable, service_error_response
 from serve_app.core.aio import sized
 from serve_app.core.errors import BodyTooLarge, InvalidRequest, UnsupportedContentEncoding
@@ -313,10 +316,11 @@ def refuse_compressed(headers: Any) -> None:
 
 
 class BodyCheckMiddleware:
-    """Refuses, before any route runs, a compressed body (415), and a JSON body that
-    ``decode_json`` refuses (a body with a JSON content type, or with none, which FastAPI
-    reads as JSON): in the shape of the API it was sent to. The buffered body is then
-    replayed to the route."""
+    """Refuses, before any route runs, a compressed body (415), a body not declared as JSON
+    to a route that requires a JSON body model (``not_json``), and a JSON body that
+    ``decode_json`` refuses: in the shape of the API it was sent to. The buffered body is
+    then replayed to the route. A body of another type, or of none, is left to its route
+    (a form's reader, ``compat.common.read_params``'s refusal): nothing reads it as JSON."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -332,7 +336,10 @@ class BodyCheckMiddleware:
             await service_error_response(exc, request)(scope, receive, send)
             return
         media = media_type(request.headers)
-        if media and not is_json(media):
+        if not is_json(media) and takes_json_model(scope):
+            await service_error_response(not_json(media), request)(scope, receive, send)
+            return
+        if not is_json(media):
             await self.app(scope, receive, send)
             return
         messages = await _read_all(receive)

@@ -9,6 +9,13 @@ standing still (every other request waited). ``BodyCheckMiddleware`` (``bodies.p
 refused there, with the message FastAPI's own refusal would carry (``errors.
 validation_message``), and a valid one validates again on the loop in little time (valid
 elements cost about a microsecond each, and the decoder bounds their number).
+
+Such a route reads its body as JSON only when it is declared so: FastAPI (0.136, strict
+content types) takes any other body, or one without a ``Content-Type`` (``curl -d`` sends
+``application/x-www-form-urlencoded``, ``requests.post(data=json.dumps(...))`` none), as
+bytes, and refused it as "body: Input should be a valid dictionary or object to extract
+fields from". ``BodyCheckMiddleware`` refuses it before the route with ``not_json``, which
+says what to send.
 """
 
 from __future__ import annotations
@@ -45,3 +52,27 @@ def validate_for_route(route: APIRoute, body: Any) -> None:
     )
     if errors:
         raise InvalidRequest(validation_message(errors))
+
+
+def came_as(media: str) -> str:
+    """How a body was declared, in a refusal's words."""
+    return f"it came as '{media[:100]}'" if media else "it came without a Content-Type"
+
+
+def not_json(media: str) -> InvalidRequest:
+    """The refusal of a body a JSON route cannot read: not declared as JSON."""
+    return InvalidRequest(
+        "Invalid request: the body must be JSON, sent with 'Content-Type: application/json' "
+        f"({came_as(media)})."
+    )
+
+
+def takes_json_model(scope: Scope) -> bool:
+    """Whether the route that will serve ``scope`` requires a JSON body model (only a
+    ``POST``'s: every such route is one, and a ``GET`` is not worth the routes' search)."""
+    if scope.get("method") != "POST":
+        return False
+    route = body_route(scope)
+    return route is not None and all(
+        p.field_info.is_required() for p in route.dependant.body_params
+    )

@@ -22,6 +22,12 @@ _BAD_BUT_NEWLINES = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029
 # A visible character: not whitespace (``str.isspace``: ``\s`` and U+001C-U+001F) nor a
 # format character (Cf: zero-width spaces and joiners, BOMs, direction marks).
 _VISIBLE = regex.compile(r"[^\s\x1c-\x1f\p{Cf}]")
+# What a text that is ``invisible`` is told, wherever it is refused: by the native request
+# models (pydantic's "Value error, ..." around it) and by the translation service.
+BLANK_TEXT = (
+    "text must not be empty or whitespace only (zero-width and other invisible format "
+    "characters count as whitespace)"
+)
 
 
 def bad_character(text: str, allow_newlines: bool = False) -> str | None:

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.config import JsonDict
 
-from serve_app.core.characters import bad_character, invisible
+from serve_app.core.characters import BLANK_TEXT, bad_character, invisible
 
 # A stored glossary's id, as every route takes it (a UUID is 36).
 MAX_GLOSSARY_ID_CHARS = 100
@@ -130,10 +130,7 @@ class TranslateRequest(TextItem):
     @classmethod
     def _not_blank(cls, value: str) -> str:
         if invisible(value):
-            raise ValueError(
-                "text must not be empty or whitespace only (zero-width and other invisible "
-                "format characters count as whitespace)"
-            )
+            raise ValueError(BLANK_TEXT)
         return value
 
 

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from serve_app.core import characters
 from serve_app.core.characters import invisible
 from serve_app.core.config import AppConfig
 from serve_app.core.context import current_key, engine_priority
@@ -61,11 +62,9 @@ logger = logging.getLogger("ray.serve.translator")
 
 Event = tuple[str, dict[str, Any]]
 
-# A text with nothing to translate (``characters.invisible``).
-BLANK_TEXT = (
-    "Invalid request: text must not be empty or whitespace only (zero-width and other "
-    "invisible format characters count as whitespace)."
-)
+# A text with nothing to translate (``characters.invisible``), in the words of the request
+# models' refusal.
+BLANK_TEXT = f"Invalid request: {characters.BLANK_TEXT}."
 # A piece whose translation hits the token limit is re-split at most this many times.
 _MAX_RESPLITS = 2
 # What the engine's warm-up translates (``warm_up``).

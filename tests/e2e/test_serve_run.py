@@ -183,6 +183,32 @@ async def _stream_then_hold(client: httpx.AsyncClient, url: str, body: dict[str,
         return r.status_code
 
 
+async def _openai_stream_then_hold(
+    client: httpx.AsyncClient, url: str, path: str, openai_body: dict[str, Any]
+) -> int:
+    """Reads an OpenAI stream (``path``) up to its first content, then holds it open."""
+    async with client.stream("POST", f"{url}{path}", json=openai_body) as r:
+        if r.status_code == 200:
+            async for line in r.aiter_lines():
+                if '"content": "' in line or "output_text.delta" in line:
+                    await asyncio.Event().wait()  # until cancelled: the client goes
+        return r.status_code
+
+
+async def _chat_stream_then_hold(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> int:
+    """``/v1/chat/completions`` streamed (its producer task owns the engine requests)."""
+    chat = {"messages": [{"role": "user", "content": body["text"]}], "stream": True}
+    return await _openai_stream_then_hold(client, url, "/v1/chat/completions", chat)
+
+
+async def _response_stream_then_hold(
+    client: httpx.AsyncClient, url: str, body: dict[str, Any]
+) -> int:
+    """``/v1/responses`` streamed (the same producer, OpenAI's typed events)."""
+    response = {"input": body["text"], "stream": True}
+    return await _openai_stream_then_hold(client, url, "/v1/responses", response)
+
+
 async def _disconnect_scenario(url: str, send: Send) -> tuple[int, dict[str, int], float]:
     # ~450 tokens each: the budget allows ~1,400 generated tokens, over a minute of CPU work.
     bodies = [{**ITEM, "text": t, "cache": False} for t in texts(20, 150, 150, seed=9)]
@@ -215,8 +241,14 @@ async def _disconnect_scenario(url: str, send: Send) -> tuple[int, dict[str, int
 # [translate] failed so, 2026-11-25); a stream's close it saw when it next wrote ([stream]).
 @pytest.mark.parametrize(
     "send",
-    [_post, _stream_then_hold, _post_not_to_be_cancelled],
-    ids=["translate", "stream", "disconnect-disabled-asked"],
+    [
+        _post,
+        _stream_then_hold,
+        _post_not_to_be_cancelled,
+        _chat_stream_then_hold,
+        _response_stream_then_hold,
+    ],
+    ids=["translate", "stream", "disconnect-disabled-asked", "openai-chat", "openai-responses"],
 )
 def test_client_disconnect_aborts_engine_requests(served: str, send: Send) -> None:
     busy, idle, seconds = asyncio.run(_disconnect_scenario(served, send))

@@ -11,12 +11,14 @@ from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
 from serve_app.api.bodies import decode_form, is_json, media_type, request_form, request_json
+from serve_app.api.body_models import came_as
 from serve_app.api.errors import printable
 from serve_app.core.characters import invisible
 from serve_app.core.errors import InvalidRequest, ServiceError
 from serve_app.core.schemas import BatchTranslateResponse, ItemError, TextItem, TranslateResponse
 
 Params = dict[str, list[Any]]
+FORM = "application/x-www-form-urlencoded"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -25,14 +27,17 @@ async def read_params(request: Request) -> Params:
     or form body (DeepL's and LibreTranslate's clients send both kinds; some send a form
     body even with GET), decoded strictly (``api/bodies.py``); a JSON list is one value per
     element. An empty body holds none, whatever its content type (clients that send
-    ``Content-Type: application/json`` on every request, GETs included). Keys sent as a
-    JSON array (or Rack-style, ``text[]``) are noted in ``request.state.arrays``. Scalar
-    parameters are read with ``one``, which refuses objects, lists and files in their place."""
+    ``Content-Type: application/json`` on every request, GETs included); a body of another
+    type, or of none, and JSON sent as a form (``curl -d``) are refused
+    (``_check_declared``). Keys sent as a JSON array (or Rack-style, ``text[]``) are noted
+    in ``request.state.arrays``. Scalar parameters are read with ``one``, which refuses
+    objects, lists and files in their place."""
     params: Params = {}
     request.state.arrays = set()
     for key, value in decode_form(request.scope.get("query_string", b""), "query string"):
         params.setdefault(_array_key(request, key), []).append(value)
     media = media_type(request.headers)
+    await _check_declared(request, media)
     if is_json(media) and (await request.body()).strip():  # no body: no parameters in it
         for key, value in (await _json_object(request)).items():
             if isinstance(value, list):
@@ -40,7 +45,7 @@ async def read_params(request: Request) -> Params:
             # Beside the query's values, as a form's are (they replaced them: a query's
             # text was dropped unanswered, its target_lang silently overridden).
             params.setdefault(key, []).extend(value if isinstance(value, list) else [value])
-    elif media == "application/x-www-form-urlencoded":
+    elif media == FORM:
         for key, field in decode_form(await request.body()):
             params.setdefault(_array_key(request, key), []).append(field)
     elif media == "multipart/form-data":
@@ -49,6 +54,25 @@ async def read_params(request: Request) -> Params:
         for key, part in form.multi_items():
             params.setdefault(_array_key(request, key), []).append(part)
     return params
+
+
+async def _check_declared(request: Request, media: str) -> None:
+    """A body read as what it is declared: one of no type the APIs read (none, text/plain)
+    was ignored, and JSON sent as a form (``curl -d '{...}'``) read as one field named by
+    the whole object; either way the texts in it were "not specified"."""
+    if is_json(media) or media == "multipart/form-data":
+        return
+    head = (await request.body()).lstrip()[:1]
+    if media == FORM and head in (b"{", b"["):
+        raise InvalidRequest(
+            f"Invalid request: the body is JSON sent as a form ('{FORM}'): send it with "
+            "'Content-Type: application/json'."
+        )
+    if media != FORM and head:
+        raise InvalidRequest(
+            "Invalid request: send the parameters as JSON ('Content-Type: application/json') "
+            f"or as a form ('{FORM}') ({came_as(media)})."
+        )
 
 
 def _array_key(request: Request, key: str) -> str:

@@ -28,13 +28,18 @@ from serve_app.api.compat.common import (
 )
 from serve_app.api.compat.deepl_documents import deepl_document_routes
 from serve_app.api.compat.deepl_glossaries import deepl_glossary_routes
-from serve_app.api.compat.deepl_options import DeepLOptions, deepl_options
+from serve_app.api.compat.deepl_options import (
+    DeepLOptions,
+    deepl_options,
+    given_in,
+    refuse_unsupported,
+)
 from serve_app.api.compat.markup import deepl_markup
 from serve_app.api.compat.schemas import DeepLTranslateBody, request_body
 from serve_app.api.errors import KeyScheme, register_error_format
 from serve_app.api.glossaries import apply_glossaries
 from serve_app.api.keys import caller_usage, translate_batch_charged
-from serve_app.core.errors import DocumentNotReady, Forbidden, InvalidRequest, UnsupportedOption
+from serve_app.core.errors import DocumentNotReady, Forbidden, InvalidRequest
 from serve_app.core.schemas import BatchTranslateRequest, TextItem, TranslateResponse
 from serve_app.documents.replica import ReplicaDocuments
 from serve_app.translation.service import TranslationService
@@ -106,8 +111,7 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
     if not target:
         raise InvalidRequest("Parameter 'target_lang' not specified.")
     source = one(params, "source_lang") or "auto"
-    if any(params.get("glossary_ids") or ()):  # ignored, it came back without its terms
-        raise UnsupportedOption("glossary_ids is not supported here: use glossary_id.")
+    refuse_unsupported(given_in(params))  # glossary_ids, style_id, custom_instructions...
     if one(params, "glossary_id") and source == "auto":
         raise InvalidRequest("Parameter 'source_lang' is required when using a glossary.")
     formality = _formality(service, one(params, "formality", "default"))

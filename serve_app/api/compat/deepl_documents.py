@@ -17,6 +17,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from serve_app.api.compat.common import Params, get_and_post, one, read_params
+from serve_app.api.compat.deepl_options import refuse_unsupported
 from serve_app.api.documents import (
     field,
     file_response,
@@ -68,8 +69,7 @@ def deepl_document_routes(
         if not target:
             raise InvalidRequest("Parameter 'target_lang' not specified.")
         glossary_id = field(form, "glossary_id")
-        if field(form, "glossary_ids"):
-            raise UnsupportedOption("glossary_ids is not supported here: use glossary_id.")
+        refuse_unsupported(lambda name: any(form.getlist(name)))  # glossary_ids, style_id...
         if glossary_id and not field(form, "source_lang"):
             raise InvalidRequest("Parameter 'source_lang' is required when using a glossary.")
         name = field(form, "filename") or file.filename or ""

@@ -13,21 +13,39 @@ model that translates whole texts.
 - ``model_type`` (``quality_optimized``, ``prefer_quality_optimized``,
   ``latency_optimized``): there is one model; each translation says so in
   ``model_type_used`` (``quality_optimized``), as DeepL answers when it is asked.
+
+Parameters that name what this server does not hold (``glossary_ids``, a style rule's
+``style_id``, a ``translation_memory_id``) or ask for what it cannot follow
+(``custom_instructions``) are refused (``refuse_unsupported``): ignored, the translation came
+back as if they had been applied.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from serve_app.api.compat.common import Params, one
-from serve_app.core.errors import InvalidRequest
+from serve_app.core.errors import InvalidRequest, UnsupportedOption
 
 _SPLIT = ("0", "1", "nonewlines")
 _MODEL_TYPES = ("quality_optimized", "prefer_quality_optimized", "latency_optimized")
 _FLAGS = {"0": False, "1": True, "false": False, "true": True}
 # Sentence-final punctuation of the scripts the models write.
 _FINAL = ".!?。！？…"
+# What deepl-python 1.32 sends when asked (``style_rule``, ``translation_memory``,
+# ``custom_instructions``, ``glossary_ids``), and why it is refused.
+_NO_MEMORIES = "this server has no translation memories"
+_UNSUPPORTED = {
+    "glossary_ids": "glossary_ids is not supported here: use glossary_id.",
+    "style_id": "style_id is not supported here: this server has no style rules.",
+    "translation_memory_id": f"translation_memory_id is not supported here: {_NO_MEMORIES}.",
+    "translation_memory_threshold": f"translation_memory_threshold is not supported here: "
+    f"{_NO_MEMORIES}.",
+    "custom_instructions": "custom_instructions is not supported here: the model follows "
+    "no instructions besides its translation prompt.",
+}
 
 
 @dataclass(frozen=True)
@@ -56,6 +74,19 @@ def deepl_options(params: Params) -> DeepLOptions:
     if model_type is not None and model_type not in _MODEL_TYPES:
         raise InvalidRequest(f"Invalid model_type '{model_type}': use {', '.join(_MODEL_TYPES)}.")
     return DeepLOptions(_FLAGS[key], model_type)
+
+
+def refuse_unsupported(given: Callable[[str], bool]) -> None:
+    """UnsupportedOption (400) for the first of ``_UNSUPPORTED`` that ``given(name)`` says
+    the request holds (with a value: ``[]``, ``""`` and ``null`` ask for nothing)."""
+    for name, message in _UNSUPPORTED.items():
+        if given(name):
+            raise UnsupportedOption(message)
+
+
+def given_in(params: Params) -> Callable[[str], bool]:
+    """Whether ``params`` hold a value for a name (for ``refuse_unsupported``)."""
+    return lambda name: any(v not in (None, "") for v in params.get(name) or ())
 
 
 def preserve(source: str, translation: str) -> str:

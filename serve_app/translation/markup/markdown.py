@@ -2,12 +2,13 @@
 
 The block token stream's source maps (line ranges) locate each block's inline text in the
 source; everything else (code blocks and fences, HTML blocks, list markers, table pipes,
-front matter, blank lines) is copied from the source as it is. Each inline text (a paragraph,
-a heading, a table cell) is one segment; its inline tokens are matched back onto its source
-text: emphasis markers, links' ``[`` and ``](url "title")``, images, code spans, inline HTML
-and hard breaks become placeholders, backslash escapes and entities are shown to the model
-decoded and written back as the source spelled them. An inline text that cannot be matched
-(never expected) is copied untranslated rather than risk changing its markup.
+front matter (``front_matter.py``), blank lines) is copied from the source as it is. Each
+inline text (a paragraph, a heading, a table cell) is one segment; its inline tokens are
+matched back onto its source text: emphasis markers, links' ``[`` and ``](url "title")``,
+images, code spans, inline HTML and hard breaks become placeholders, backslash escapes and
+entities are shown to the model decoded and written back as the source spelled them. An
+inline text that cannot be matched (never expected) is copied untranslated rather than risk
+changing its markup.
 
 Line breaks are matched on the source's own spelling, not markdown-it's: its ``newline`` and
 ``escape`` rules leave a soft break's one trailing space, a hard break's spaces and the next
@@ -37,6 +38,7 @@ from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
 from serve_app.translation.markup import atoms
+from serve_app.translation.markup.alerts import alert_marker
 from serve_app.translation.markup.document import (
     Budget,
     Builder,
@@ -44,6 +46,7 @@ from serve_app.translation.markup.document import (
     MarkupOptions,
     register,
 )
+from serve_app.translation.markup.front_matter import blank_front_matter
 from serve_app.translation.markup.segment import LINE_END
 
 _MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
@@ -95,7 +98,13 @@ class _Inline:
         self.b, self.spellings = builder, spellings
         self.open: list[object] = []
 
-    def run(self, children: Sequence[Token]) -> None:
+    def run(self, children: list[Token], quote_start: bool = False) -> None:
+        """Consumes ``children``; ``quote_start``: they open a block quote, whose alert
+        marker (``alerts.py``) is kept as a placeholder."""
+        if quote_start and (marker := alert_marker(children, self.src)) is not None:
+            self.void(self.take(marker))
+            self.text(children[0].content[len(marker) :])
+            children = children[1:]
         skip_to_close = False
         for i, tok in enumerate(children):
             if skip_to_close:
@@ -324,13 +333,15 @@ class _Reader:
 
     def read(self) -> Document:
         env: dict[str, object] = {}
-        tokens = _block_tokens(self.source, env)
+        tokens = _block_tokens(blank_front_matter(self.source), env)  # copied as it is
         try:
+            before = ("", "")  # the two tokens' types before this one
             for i, tok in enumerate(tokens):
                 tokens[i] = None  # type: ignore[call-overload]  # freed once read
                 if tok.type == "inline" and tok.map and tok.content.strip():
                     _inline_parse(tok, env)
-                    self.inline(tok)
+                    self.inline(tok, before == ("blockquote_open", "paragraph_open"))
+                before = (before[1], tok.type)
         finally:
             # What is left (a document stopped by its budget) freed a thousand at a time:
             # a million tokens freed in one call hold the GIL, and the event loop stood still
@@ -340,7 +351,7 @@ class _Reader:
         self.builder.verbatim(self.source[self.at :])
         return self.builder.document()
 
-    def inline(self, tok: Token) -> None:
+    def inline(self, tok: Token, quote_start: bool = False) -> None:
         assert tok.map is not None
         lines = tok.content.split("\n")
         found = self.locate(lines, tok.map[0])
@@ -351,7 +362,7 @@ class _Reader:
         spellings = self.spellings_at(first)
         self.builder.escape = _spelled(spellings)  # read by this inline's segment
         try:
-            _Inline(content, self.builder, spellings).run(tok.children or [])
+            _Inline(content, self.builder, spellings).run(tok.children or [], quote_start)
         except (_Misaligned, IndexError):
             self.builder.discard()
             self.builder.verbatim(self.source[first:end])

@@ -13,6 +13,7 @@ import gzip
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -229,3 +230,39 @@ async def test_libretranslate_answers_blank_texts_as_they_are(
         r = await client.post(LIBRE, json=body)
         assert r.status_code == 400, r.text
         assert r.json() == {"error": "Invalid request: missing q parameter"}
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("style_id", "5d8e9b2a-style"),
+        ("translation_memory_id", "tm-1"),
+        ("translation_memory_threshold", 80),
+        ("custom_instructions", ["Use a formal tone", "Write numbers as words"]),
+        ("custom_instructions", "Use a formal tone"),
+    ],
+)
+async def test_deepl_refuses_what_it_does_not_hold_or_follow(
+    client: httpx.AsyncClient, engine: FakeEngine, name: str, value: Any
+) -> None:
+    """What deepl-python 1.32 sends for ``style_rule``, ``translation_memory`` and
+    ``custom_instructions``: each was ignored, and the text came back as if they had been
+    applied (as ``glossary_ids`` did before it was refused)."""
+    body = {"text": ["Hello"], "source_lang": "EN", "target_lang": "DE", name: value}
+    r = await client.post("/v2/translate", json=body, headers=DEEPL)
+    assert r.status_code == 400, r.text
+    assert name.split("_threshold")[0] in r.json()["message"]
+    form = {k: v if isinstance(v, str | list) else str(v) for k, v in body.items()}
+    r = await client.post("/v2/translate", data=form, headers=DEEPL)
+    assert r.status_code == 400, r.text
+    assert engine.requests == []
+
+
+async def test_deepl_empty_unsupported_parameters_ask_for_nothing(
+    client: httpx.AsyncClient,
+) -> None:
+    body = {"text": ["Hello"], "target_lang": "DE", "custom_instructions": [], "style_id": ""}
+    r = await client.post(
+        "/v2/translate", json=body | {"translation_memory_id": None}, headers=DEEPL
+    )
+    assert r.status_code == 200, r.text

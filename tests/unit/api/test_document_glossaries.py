@@ -249,6 +249,10 @@ async def test_deepl_refusals_are_deepls_shape(setup: Setup) -> None:
         ({**en_de, "glossary_id": "nope"}, DEEPL_A, 404, ""),
         (en_de, DEEPL_B, 404, ""),
         ({**en_de, "glossary_ids": gid}, DEEPL_A, 400, "glossary_id"),
+        # deepl-python 1.32's style_rule and translation_memory: ignored before.
+        ({**en_de, "style_id": "s-1"}, DEEPL_A, 400, "style_id"),
+        ({**en_de, "translation_memory_id": "tm-1"}, DEEPL_A, 400, "translation_memory_id"),
+        ({**en_de, "custom_instructions": "Be formal"}, DEEPL_A, 400, "custom_instructions"),
     ]
     for form, headers, status, words in cases:
         r = await setup.client.post("/v2/document", **upload(**form), headers=headers)

@@ -12,10 +12,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from serve_app.api.app import create_app
 from serve_app.core.characters import invisible
-from serve_app.core.config import AppConfig
-from serve_app.translation.service import TranslationService
+from tests.asgi import chat_app_client
 from tests.fakes import FakeEngine
 
 ZWJS = "\u200d" * 10_000
@@ -30,11 +28,7 @@ def engine() -> FakeEngine:
 
 @pytest.fixture
 async def client(engine: FakeEngine) -> AsyncIterator[httpx.AsyncClient]:
-    config = AppConfig.model_validate({"prompt": {"family": "chat"}})
-    service = TranslationService(config, engine)
-    await service.start()
-    transport = httpx.ASGITransport(app=create_app(service), raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+    async with chat_app_client(engine) as c:
         yield c
 
 

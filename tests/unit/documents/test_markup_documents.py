@@ -110,6 +110,16 @@ def test_markdown_inline_syntax_is_in_the_segment_it_belongs_to() -> None:
     assert rebuilt == b"> Zitat *Betonung* und `code`\n> auf zwei Zeilen.\n\n1. X\n"
 
 
+def test_a_markdown_files_front_matter_is_kept_as_it_is() -> None:
+    """A Jekyll or Hugo post's metadata (found 2026-12-06): its lines were one segment, keys
+    included, and the site read the translated file's ``Titel:`` and ``Entwurf: falsch``."""
+    front = b"---\r\nlayout: post\r\ntitle: Release notes\r\ndraft: false\r\n---\r\n"
+    data = front + b"\r\nWhat is *new*.\r\n"
+    segments = extract(FORMATS["md"], data, DocumentLimits())
+    assert [s.text for s in segments] == ["What is *new*."]
+    assert FORMATS["md"].rebuild(data, ["Was *neu* ist."]) == front + b"\r\nWas *neu* ist.\r\n"
+
+
 # Line ends markdown-it leaves out of its tokens (a soft break's trailing space, the next
 # line's indentation) and CRLF or CR line ends: each paragraph is translated, and the file
 # keeps its line ends (mixed ones too: each segment is translated on its own) and block

@@ -8,6 +8,7 @@ structured output) are refused with a 400 rather than silently dropped.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -42,6 +43,13 @@ class ContentPart(_Lenient):
         return self
 
 
+def joined_parts(texts: Iterable[str | None]) -> str:
+    """A message's text parts as one text, a line apart, as vLLM joins them for a chat
+    template that takes a string (``renderers/chat_utils.py``): joined with nothing, the
+    parts ``Good`` and ``morning`` reached the model as ``Goodmorning``."""
+    return "\n".join(text or "" for text in texts)
+
+
 class ChatMessage(_Lenient):
     role: Literal["system", "developer", "user", "assistant"]
     content: str | Annotated[list[ContentPart], Field(fail_fast=True)] | None = None
@@ -49,7 +57,7 @@ class ChatMessage(_Lenient):
 
     def text(self) -> str:
         if isinstance(self.content, list):
-            return "".join(part.text or "" for part in self.content)
+            return joined_parts(part.text for part in self.content)
         return self.content or ""
 
 

@@ -26,6 +26,7 @@ from serve_app.api.compat.openai.protocol import (
     ChatMessage,
     CompletionUsage,
     FinishReason,
+    joined_parts,
 )
 from serve_app.api.errors import http_status
 from serve_app.api.sse import format_event
@@ -34,6 +35,8 @@ from serve_app.core.errors import ServiceError
 # One message is left for ``instructions`` under the chat request's cap of 256.
 MAX_INPUT_MESSAGES = 255
 TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+# What ``include`` asks for to get the output's logprobs.
+LOGPROBS = "message.output_text.logprobs"
 
 
 class _Request(BaseModel):
@@ -64,7 +67,7 @@ class InputMessage(_Request):
     def as_chat(self) -> ChatMessage:
         if isinstance(self.content, str):
             return ChatMessage(role=self.role, content=self.content)
-        return ChatMessage(role=self.role, content="".join(p.text or "" for p in self.content))
+        return ChatMessage(role=self.role, content=joined_parts(p.text for p in self.content))
 
 
 class TextFormat(_Request):
@@ -73,6 +76,16 @@ class TextFormat(_Request):
 
 class TextOptions(_Request):
     format: TextFormat | None = None
+
+
+def _refuse_stored(previous_response_id: str | None, conversation: Any, prompt: Any) -> None:
+    """Nothing is stored here, so nothing stored can be named."""
+    if previous_response_id:
+        raise ValueError("previous_response_id: this server stores no responses")
+    if conversation:
+        raise ValueError("conversation: this server stores no conversations")
+    if prompt:
+        raise ValueError("prompt: this server stores no prompt templates; send instructions")
 
 
 class ResponsesRequest(_Request):
@@ -88,18 +101,29 @@ class ResponsesRequest(_Request):
     top_p: float | None = Field(None, gt=0, le=1)
     stream: bool = False
     text: TextOptions | None = None
-    # Refused when set: this server cannot honour them.
+    # Refused when set: this server cannot honour them (as chat completions refuse them).
     tools: list[Any] | None = None
+    tool_choice: Any = None  # "none" and "auto" ask for nothing
+    top_logprobs: int | None = None
+    include: list[str] | None = None
+    # State stored at OpenAI: a previous response, a conversation, a prompt template.
     previous_response_id: str | None = None
+    conversation: Any = None
+    prompt: Any = None
 
     @model_validator(mode="after")
     def _servable(self) -> ResponsesRequest:
+        """What this server cannot follow is a 400. ``tool_choice: "required"``,
+        ``top_logprobs``, ``include`` of logprobs, a ``conversation`` or a stored ``prompt``
+        were answered as if unasked: text without the tool call, the logprobs, the
+        conversation's earlier turns or the template's instructions."""
         if isinstance(self.input, list) and not 1 <= len(self.input) <= MAX_INPUT_MESSAGES:
             raise ValueError(f"input: 1 to {MAX_INPUT_MESSAGES} messages")
-        if self.tools:
+        if self.tools or self.tool_choice not in (None, "none", "auto"):
             raise ValueError("tools are not supported by this server")
-        if self.previous_response_id:
-            raise ValueError("previous_response_id: this server stores no responses")
+        if self.top_logprobs or LOGPROBS in (self.include or ()):
+            raise ValueError("logprobs are not supported by this server")
+        _refuse_stored(self.previous_response_id, self.conversation, self.prompt)
         if self.text and self.text.format and self.text.format.type != "text":
             raise ValueError("text.format: only type 'text' is supported")
         return self

@@ -268,3 +268,94 @@ def test_any_line_ends_round_trip_and_translate(text: str) -> None:
         return
     assert upper == text.upper()  # every word was in a segment, all else byte for byte
     assert doc.rebuild(runs) == text.upper()
+
+
+# Front matter (found 2026-12-06): markdown-it read it as a thematic break and a setext
+# heading, and its lines, keys included, were a segment to translate.
+FRONT_MATTERS = {
+    "yaml": "---\ntitle: My post\ntags: [news, blog]\ndraft: false\n---\n",
+    "yaml-dots": "---\ntitle: My post\n...\n",
+    "toml": "+++\ntitle = 'My post'\ndraft = false\n+++\n",
+    "crlf": "---\r\ntitle: My post\r\n---\r\n",
+    "cr": "---\rtitle: My post\r---\r",
+    "bom": "\ufeff---\ntitle: My post\n---\n",
+    "spaces": "--- \t\ntitle: My post\n---  \n",
+    "empty": "---\n---\n",
+}
+
+
+@pytest.mark.parametrize("front", FRONT_MATTERS.values(), ids=FRONT_MATTERS.keys())
+def test_front_matter_is_copied_not_translated(front: str) -> None:
+    text = front + "\nHello *world*.\n"
+    doc = parse("markdown", text)
+    assert [s.source() for s in doc.segments] == ["Hello <x1>world</x1>."]
+    assert identity(doc) == text
+    translated = doc.segments[0].restore("Hallo <x1>Welt</x1>.") or ""
+    assert doc.rebuild([translated]) == front + "\nHallo *Welt*.\n"
+    assert parse("markdown", front).segments == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\ntitle: My post\n\nHello.\n",  # never closed: a thematic break
+        "Intro.\n\n---\ntitle: My post\n---\n",  # not at the start
+        " ---\ntitle: My post\n---\n",  # indented
+        "+++\ntitle: My post\n---\n",  # closed by the other kind's line
+    ],
+)
+def test_what_is_not_front_matter_is_read_as_before(text: str) -> None:
+    sources = [s.source() for s in parse("markdown", text).segments]
+    assert any("title: My post" in s for s in sources), sources
+
+
+def test_the_front_matter_of_the_guide_is_no_segment() -> None:
+    sources = [s.source() for s in parse("markdown", MD).segments]
+    assert not any("title" in s for s in sources), sources
+    assert sources[0] == "Install <x1>it</x1>"
+
+
+# Alert markers (found 2026-12-06): GitHub's ``> [!NOTE]`` and Obsidian's callouts were
+# words of the quote's text, translated; the page showed a plain quote.
+@pytest.mark.parametrize(
+    ("text", "source", "translated", "expected"),
+    [
+        (
+            "> [!NOTE]\n> Useful information.\n",
+            "<x1/>\nUseful information.",
+            "<x1/>\nNützliche Information.",
+            "> [!NOTE]\n> Nützliche Information.\n",
+        ),
+        (
+            "> [!warning]- Careful\r\n> Hot.\r\n",
+            "<x1/> Careful\nHot.",
+            "<x1/> Vorsicht\nHeiß.",
+            "> [!warning]- Vorsicht\r\n> Heiß.\r\n",
+        ),
+        (
+            "- > [!TIP]\n  > Try it.\n",
+            "<x1/>\nTry it.",
+            "<x1/>\nProbier es.",
+            "- > [!TIP]\n  > Probier es.\n",
+        ),
+    ],
+)
+def test_an_alert_marker_is_kept(text: str, source: str, translated: str, expected: str) -> None:
+    doc = parse("markdown", text)
+    assert [s.source() for s in doc.segments] == [source]
+    assert identity(doc) == text
+    assert doc.rebuild([doc.segments[0].restore(translated) or ""]) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[!NOTE]\nnot in a quote\n",
+        "> \\[!NOTE]\n> escaped\n",
+        "> First paragraph.\n>\n> [!NOTE] not the first\n",
+    ],
+)
+def test_what_is_no_alert_marker_is_text(text: str) -> None:
+    doc = parse("markdown", text)
+    assert any("[!NOTE]" in s.source() for s in doc.segments)
+    assert identity(doc) == text
