@@ -122,8 +122,12 @@ def test_stored_keys_from_the_command_work_on_every_route(key_cluster: KeyCluste
     assert "DeepL-Auth-Key <key>" in missing.json()["message"]
     env = httpx.post(f"{url}/translate", json=item, headers={"X-API-Key": ENV_KEY}, timeout=120)
     assert env.is_success  # keys from the environment keep working
+    chat = {"messages": [{"role": "user", "content": "Hello world"}], "max_tokens": 4, "n": 2}
+    two = httpx.post(f"{url}/v1/chat/completions", json=chat, headers=bearer(secret), timeout=120)
+    assert len(two.json()["choices"]) == 2, two.text
     usage = httpx.get(f"{url}/usage", headers=bearer(secret), timeout=60).json()
-    assert (usage["scope"], usage["characters"]) == ("key", len("Hello world"))
+    # The translation's characters, then the messages' once per choice.
+    assert (usage["scope"], usage["characters"]) == ("key", 3 * len("Hello world"))
     keys(key_cluster, "revoke", "--name", "alice")
     revoked = httpx.post(f"{url}/translate", json=item, headers=bearer(secret), timeout=60)
     assert revoked.status_code == 401

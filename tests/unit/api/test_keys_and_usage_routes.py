@@ -90,6 +90,21 @@ async def test_native_quota_is_429_with_retry_after(
     assert stream.status_code == 429
 
 
+async def test_openai_chat_charges_the_messages_once_per_choice(
+    store: Store, client: httpx.AsyncClient
+) -> None:
+    key = await store.create_key("o", digest("sk-o"), chars_per_month=100)
+    body = {"messages": [{"role": "user", "content": "Hello world"}], "max_tokens": 4}
+    assert (await client.post("/v1/chat/completions", json=body, headers=bearer("sk-o"))).is_success
+    three = await client.post("/v1/chat/completions", json={**body, "n": 3}, headers=bearer("sk-o"))
+    assert len(three.json()["choices"]) == 3
+    assert (await store.usage(key.id)).characters == 11 + 3 * 11
+    # 44 + 6 x 11 passes the 100 of the month: refused whole, before any engine work.
+    six = await client.post("/v1/chat/completions", json={**body, "n": 6}, headers=bearer("sk-o"))
+    assert six.status_code == 429
+    assert (await store.usage(key.id)).characters == 44
+
+
 async def test_failed_batch_items_are_refunded(store: Store, client: httpx.AsyncClient) -> None:
     key = await store.create_key("r", digest("sk-r"))
     bad = {**ITEM, "text": "Bonjour tout le monde", "target_lang": "xx-not-a-language"}

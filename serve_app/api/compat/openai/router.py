@@ -74,10 +74,12 @@ def openai_router(app: FastAPI, service: TranslationService) -> None:
         writer: Callable[[str], StreamWriter],
     ) -> Answer | StreamingResponse:
         """``body`` answered by ``answer`` of its completion, or streamed as ``writer``'s
-        events; the messages' characters charged first."""
+        events; the messages' characters charged first, once for each of the ``n`` choices
+        asked (each is a translation of them: charged once, ``n`` 50 was 50 for the price
+        of one)."""
         request.state.pair = CHAT_PAIR
         request_id = request.state.request_id
-        async with charged(request, body.characters()):
+        async with charged(request, body.characters() * body.n):
             jobs = await chat.prepare(body)
             if not body.stream:
                 return answer(await chat.complete(jobs, request_id), request_id)
