@@ -5,12 +5,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
-from tests.asgi import chat_app_client
 from tests.fakes import FakeEngine
 
 AUTH = {"Authorization": "DeepL-Auth-Key test-key"}
@@ -33,12 +31,6 @@ def engine() -> FakeEngine:
     e = FakeEngine()
     e.reply = upper_words
     return e
-
-
-@pytest.fixture
-async def client(engine: FakeEngine) -> AsyncIterator[httpx.AsyncClient]:
-    async with chat_app_client(engine) as c:
-        yield c
 
 
 POST = (

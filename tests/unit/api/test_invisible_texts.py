@@ -7,29 +7,16 @@ no engine work: the native routes' 422, DeepL's and LibreTranslate's text back a
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
 from serve_app.core.characters import invisible
-from tests.asgi import chat_app_client
 from tests.fakes import FakeEngine
 
 ZWJS = "\u200d" * 10_000
 PAIR = {"source_lang": "en", "target_lang": "de"}
 AUTH = {"Authorization": "DeepL-Auth-Key k"}
-
-
-@pytest.fixture
-def engine() -> FakeEngine:
-    return FakeEngine()
-
-
-@pytest.fixture
-async def client(engine: FakeEngine) -> AsyncIterator[httpx.AsyncClient]:
-    async with chat_app_client(engine) as c:
-        yield c
 
 
 @pytest.mark.parametrize("text", [ZWJS, "\u200b\u200c\ufeff \n\u2066\u200f"], ids=["zwj", "mix"])

@@ -9,12 +9,10 @@ and LibreTranslate's routes answered such bodies "Parameter 'text' not specified
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
-from tests.asgi import chat_app_client
 from tests.fakes import FakeEngine
 
 TEXT = {"text": "Hello", "source_lang": "en", "target_lang": "de"}
@@ -27,17 +25,6 @@ ROUTES = [
     ("/v1/responses", {"input": "Hello"}, 400),
 ]
 WORDS = "the body must be JSON, sent with 'Content-Type: application/json'"
-
-
-@pytest.fixture
-def engine() -> FakeEngine:
-    return FakeEngine()
-
-
-@pytest.fixture
-async def client(engine: FakeEngine) -> AsyncIterator[httpx.AsyncClient]:
-    async with chat_app_client(engine) as c:
-        yield c
 
 
 def message(r: httpx.Response) -> str:

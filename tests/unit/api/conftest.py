@@ -1,0 +1,25 @@
+"""Fixtures of the HTTP layer's unit tests: the fake engine and a client of the app over it
+(``chat`` prompt family, ``tests/asgi.py``). A module that needs another engine (one that
+replies otherwise) or another app defines its own ``engine`` or ``client``, which pytest
+takes over these."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from tests.asgi import chat_app_client
+from tests.fakes import FakeEngine
+
+
+@pytest.fixture
+def engine() -> FakeEngine:
+    return FakeEngine()
+
+
+@pytest.fixture
+async def client(engine: FakeEngine) -> AsyncIterator[httpx.AsyncClient]:
+    async with chat_app_client(engine) as c:
+        yield c
