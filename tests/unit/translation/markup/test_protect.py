@@ -20,6 +20,10 @@ PROTECTED = [
     "https://example.com/a_(b)?q=1&r=2#frag",
     "<x1>",
     "</s12>",
+    # Liquid and Jinja (Jekyll, Hugo, Ansible): tags and output with filters
+    "{% include note.html %}",
+    "{%- if user.admin -%}",
+    "{{ page.title | upcase }}",
 ]
 
 
@@ -29,7 +33,9 @@ def test_variables_are_protected(variable: str) -> None:
     assert pieces == [(False, "Hello "), (True, variable), (False, ", bye")]
 
 
-@pytest.mark.parametrize("prose", ["50% of us", "100 % sure", "a {b c} d", "x < y", "{}"])
+@pytest.mark.parametrize(
+    "prose", ["50% of us", "100 % sure", "a {b c} d", "x < y", "{}", "{% 10 % off %}", "{%}"]
+)
 def test_prose_is_not_protected(prose: str) -> None:
     assert split(prose) == [(False, prose)]
 
