@@ -234,11 +234,16 @@ def allowed_methods(request: Request) -> str:
     return ", ".join(sorted(methods))
 
 
+def internal_error_message(request_id: str) -> str:
+    """What a client is told of an unexpected exception, in an answer or a stream's last
+    event: the request id to quote, nothing of the exception."""
+    return f"Internal error; quote request id {request_id} when reporting it."
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     request_id = _request_id(request)
     logger.exception("request %s failed unexpectedly", request_id, exc_info=exc)
-    message = f"Internal error; quote request id {request_id} when reporting it."
-    return _respond(request, 500, "internal_error", message)
+    return _respond(request, 500, "internal_error", internal_error_message(request_id))
 
 
 def install_error_handlers(app: FastAPI) -> None:

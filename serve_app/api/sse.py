@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import suppress
 from typing import Any
 
-from serve_app.api.errors import error_body
+from serve_app.api.errors import error_body, internal_error_message
 from serve_app.core.errors import ServiceError
 
 logger = logging.getLogger("ray.serve.translator")
@@ -63,5 +63,6 @@ async def sse_stream(
         yield format_event("error", error_body(exc.code, exc.message))
     except Exception:
         logger.exception("stream %s failed unexpectedly", request_id)
-        message = f"Internal error; quote request id {request_id} when reporting it."
-        yield format_event("error", error_body("internal_error", message))
+        yield format_event(
+            "error", error_body("internal_error", internal_error_message(request_id))
+        )

@@ -37,7 +37,7 @@ from serve_app.api.compat.openai.protocol import (
     Model,
     ModelList,
 )
-from serve_app.api.errors import http_status
+from serve_app.api.errors import http_status, internal_error_message
 from serve_app.core.aio import produced
 from serve_app.core.errors import InvalidRequest, ModelNotFound, ServiceError, TextTooLong
 from serve_app.engine.protocol import Generation, GenerationChunk, GenerationRequest
@@ -293,7 +293,7 @@ def sse_error(exc: ServiceError) -> bytes:
 def internal_error(request_id: str) -> ServiceError:
     """The error sent for an unexpected exception (its status 500, code ``internal_error``),
     as the native stream words it: the request id to quote, nothing of the exception."""
-    return ServiceError(f"Internal error; quote request id {request_id} when reporting it.")
+    return ServiceError(internal_error_message(request_id))
 
 
 def _reason(out: Generation | GenerationChunk) -> FinishReason:
