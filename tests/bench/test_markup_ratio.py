@@ -33,9 +33,13 @@ def test_instant_engine_reports_cpu_cost_per_request() -> None:
 
 
 def test_a_model_losing_tags_costs_little_once_the_replica_knows() -> None:
-    result = asyncio.run(compare(500, users=25, rounds=2, model=Model(lose_tags=True)))
+    # Three rounds: the first HTML run pays the learning, so the best of the two after it
+    # stands against the best of three plain runs. With two rounds one taught run stood
+    # alone, and on CI's two loaded cores it read 0.949.
+    result = asyncio.run(compare(500, users=25, rounds=3, model=Model(lose_tags=True)))
     print("markup ratio, tags lost", result["rps"], result["ratio"])
-    first, last = (r for r in result["runs"] if r["workload"] == "html")
+    html = [r for r in result["runs"] if r["workload"] == "html"]
+    first, last = html[0], html[-1]
     # The first run teaches the replica (each target language's window fills); then only
     # the probes, backing off, still try placeholders.
     assert first["fallback_segments"] > last["fallback_segments"]
