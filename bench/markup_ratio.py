@@ -100,6 +100,9 @@ class PacedEngine:
     def as_data(self, text: str) -> str:
         return text
 
+    def vocab_size(self) -> int:
+        return 0x110000  # token ids are characters
+
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
         text = "".join(map(chr, request.prompt_token_ids)).rsplit("\n\n", 1)[-1]
         if self.lose_tags:

@@ -83,6 +83,9 @@ class FakeEngine:
     def as_data(self, text: str) -> str:
         return escape_special_tokens(text, FAKE_SPECIAL_TOKENS)
 
+    def vocab_size(self) -> int:
+        return 0x110000  # token ids are characters
+
     async def _slot(self, priority: int) -> None:
         """Waits for a free slot (see ``slots``)."""
         if self.slots is None:

@@ -139,6 +139,10 @@ class QueueEngine:
         assert self._tokens is not None
         return self._tokens.as_data(text)
 
+    def vocab_size(self) -> int:
+        assert self._tokens is not None
+        return self._tokens.vocab_size()
+
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
         assert self._loop is not None
         job_id = next(self._ids)

@@ -91,6 +91,9 @@ class InstantEngine:
     def as_data(self, text: str) -> str:
         return self._tok().as_data(text)
 
+    def vocab_size(self) -> int:
+        return self._tok().vocab_size()
+
     def _reply(self, request: GenerationRequest) -> tuple[str, int]:
         ids = request.prompt_token_ids
         n = max(1, min(request.max_tokens, len(ids) // 2))

@@ -35,6 +35,10 @@ class GenerationRequest:
     stream: bool = False
     # vLLM's request priority: lower is scheduled first (with scheduling_policy "priority").
     priority: int = 0
+    # Sampling seed (None: the engine's own randomness) and (token id, bias) pairs added to
+    # the logits; both asked by OpenAI clients.
+    seed: int | None = None
+    logit_bias: tuple[tuple[int, float], ...] = ()
 
     @classmethod
     def sampled(
@@ -100,6 +104,10 @@ class TranslationEngine(Protocol):
     def count_tokens(self, text: str) -> int: ...
 
     def as_data(self, text: str) -> str: ...
+
+    def vocab_size(self) -> int:
+        """Token ids run from 0 below this (``logit_bias`` keys are checked against it)."""
+        ...
 
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation: ...
 

@@ -66,6 +66,10 @@ class PromptTokenizer:
             return len(_encoded(self._backend, text, add_special_tokens=False))
         return len(self.tokenizer.encode(text, add_special_tokens=False))
 
+    def vocab_size(self) -> int:
+        """The tokenizer's ids, added tokens included (a model's embedding may hold more)."""
+        return len(self.tokenizer)
+
     def as_data(self, text: str) -> str:
         """The text with the tokenizer's special tokens escaped (``escape_special_tokens``)."""
         return escape_special_tokens(text, self._special)

@@ -46,6 +46,8 @@ def sampling_params(request: GenerationRequest) -> SamplingParams:
         min_p=request.min_p,
         presence_penalty=request.presence_penalty,
         stop=list(request.stop) or None,
+        seed=request.seed,
+        logit_bias=dict(request.logit_bias) or None,
         # Non-streaming: one output at the end instead of one per token; streaming:
         # only the new text of each step.
         output_kind=RequestOutputKind.DELTA if request.stream else RequestOutputKind.FINAL_ONLY,
@@ -165,6 +167,13 @@ class VLLMEngine:
 
     def as_data(self, text: str) -> str:
         return self.tokens.as_data(text)
+
+    def vocab_size(self) -> int:
+        """The model's vocabulary, as vLLM checks ``logit_bias`` against it (its embedding
+        rows: at least the tokenizer's ids)."""
+        if self._llm is None:
+            raise EngineUnavailable("The engine has not started.", retry_after_s=1)
+        return int(self._llm.model_config.get_vocab_size())
 
     async def generate(self, request: GenerationRequest, request_id: str) -> Generation:
         from vllm.inputs import TokensPrompt

@@ -274,3 +274,40 @@ async def test_tiny_model_answers_visible_text_to_compatible_clients(
     assert all(t["text"].strip() for t in deepl.json()["translations"]), deepl.text
     assert libre.status_code == 200, libre.text
     assert libre.json()["translatedText"].strip(), libre.text
+
+
+async def test_openai_seed_and_logit_bias_reach_vllm(service: TranslationService) -> None:
+    """A seed makes sampling repeatable (and another seed samples otherwise); a +100 bias
+    makes every generated token the biased one; a token past the model's vocabulary is a
+    400 here, a token at its end is vLLM's to take."""
+    tokens = service.engine.tokens  # type: ignore[attr-defined]
+    vocab = service.engine.vocab_size()
+    transport = httpx.ASGITransport(app=create_app(service), raise_app_exceptions=False)
+    ask = {"messages": [{"role": "user", "content": "Good morning"}], "max_tokens": 12}
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+
+        async def choices(**fields: object) -> list[str]:
+            r = await client.post("/v1/chat/completions", json=ask | fields)
+            assert r.status_code == 200, r.text
+            return [c["message"]["content"] for c in r.json()["choices"]]
+
+        sampled = {"temperature": 1.0, "n": 2}
+        first = await choices(seed=5, **sampled)
+        assert await choices(seed=5, **sampled) == first
+        assert await choices(seed=6, **sampled) != first
+        token = tokens.tokenizer.encode("hello", add_special_tokens=False)[0]
+        r = await client.post(
+            "/v1/chat/completions", json=ask | {"temperature": 0, "logit_bias": {str(token): 100}}
+        )
+        assert r.status_code == 200, r.text
+        made = r.json()["usage"]["completion_tokens"]
+        assert made == 12
+        assert r.json()["choices"][0]["message"]["content"] == tokens.tokenizer.decode(
+            [token] * made
+        )
+        past = await client.post("/v1/chat/completions", json=ask | {"logit_bias": {str(vocab): 1}})
+        assert past.status_code == 400, past.text
+        last = await client.post(
+            "/v1/chat/completions", json=ask | {"logit_bias": {str(vocab - 1): 1}}
+        )
+        assert last.status_code == 200, last.text

@@ -1,7 +1,8 @@
 """The OpenAI chat API's request and response shapes, the subset this service serves.
 
 Requests ignore fields they do not know, as OpenAI-compatible servers (vLLM's included) do:
-clients send many optional ones (``user``, ``seed``, ``logit_bias``...). Fields that would
+clients send many optional ones (``user``, ``store``, ``metadata``...). ``seed`` and
+``logit_bias`` change the answer and are followed, as vLLM follows them. Fields that would
 change the answer in a way this server cannot follow (tools, logprobs, non-text content,
 structured output) are refused with a 400 rather than silently dropped.
 """
@@ -17,6 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 # one engine request, admitted like a batch item.
 MAX_STOP = 4
 MAX_CHOICES = 8
+# OpenAI's bounds of a bias; vLLM clamps to them, OpenAI refuses past them (as here). More
+# biased tokens than OpenAI takes (1,024) would only make each engine step slower.
+MAX_BIAS = 100.0
+MAX_BIASED_TOKENS = 1024
+# A seed is a signed 64-bit integer (vLLM's bounds); a larger one reached the engine.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # OpenAI's words for ``stream_options`` sent without ``stream`` (vLLM: "Stream options can
 # only be defined when `stream=True`."): it was silently ignored here.
 STREAM_OPTIONS_WITHOUT_STREAM = (
@@ -98,6 +105,12 @@ class ChatCompletionRequest(_Lenient):
     stream_options: StreamOptions | None = None
     presence_penalty: float | None = Field(None, ge=-2, le=2)
     frequency_penalty: float | None = Field(None, ge=-2, le=2)
+    seed: int | None = Field(
+        None, ge=INT64_MIN, le=INT64_MAX, description="Sampling seed; choice i uses seed + i."
+    )
+    logit_bias: dict[str, float] | None = Field(
+        None, description="Token id (as a string) to a bias from -100 to 100."
+    )
     # Refused when set: this server cannot honour them.
     tools: list[Any] | None = None
     functions: list[Any] | None = None
@@ -118,6 +131,26 @@ class ChatCompletionRequest(_Lenient):
         if any(not s for s in stops):
             raise ValueError("stop sequences must not be empty")
         return stops
+
+    @field_validator("logit_bias")
+    @classmethod
+    def _biases(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        """Keys are token ids; ``{"hello": 5}`` reached vLLM, whose error was a 400 only
+        by luck of its wording."""
+        if not value:
+            return None
+        if len(value) > MAX_BIASED_TOKENS:
+            raise ValueError(f"logit_bias holds at most {MAX_BIASED_TOKENS} tokens")
+        for token, bias in value.items():
+            if not (token.isascii() and token.isdigit()) or len(token) > 18:
+                raise ValueError(f"logit_bias keys are token ids, not {token[:40]!r}")
+            if not -MAX_BIAS <= bias <= MAX_BIAS:
+                raise ValueError(f"logit_bias values are from {-MAX_BIAS:g} to {MAX_BIAS:g}")
+        return value
+
+    def biases(self) -> tuple[tuple[int, float], ...]:
+        """``logit_bias`` as the engine takes it: (token id, bias) pairs."""
+        return tuple((int(token), bias) for token, bias in (self.logit_bias or {}).items())
 
     @model_validator(mode="after")
     def _servable(self) -> ChatCompletionRequest:

@@ -25,6 +25,7 @@ import jinja2
 
 from serve_app.api.compat.openai.errors import openai_error
 from serve_app.api.compat.openai.protocol import (
+    INT64_MIN,
     AssistantMessage,
     ChatCompletion,
     ChatCompletionChunk,
@@ -58,6 +59,20 @@ class Jobs:
     requests: tuple[GenerationRequest, ...]
     prompt_tokens: int
     characters: int
+
+
+def _choices(job: GenerationRequest, n: int, seed: int | None) -> tuple[GenerationRequest, ...]:
+    """One engine request per choice. With a seed, choice i samples with ``seed + i``, as
+    vLLM's parallel sampling seeds its children: the same seed gives the same choices, and
+    the choices of one request differ."""
+    if seed is None:
+        return (job,) * n
+    return tuple(replace(job, seed=_int64(seed + i)) for i in range(n))
+
+
+def _int64(value: int) -> int:
+    """``value`` wrapped into a signed 64-bit integer (the seed past INT64_MAX)."""
+    return (value - INT64_MIN) % 2**64 + INT64_MIN
 
 
 class ChatServing:
@@ -95,6 +110,7 @@ class ChatServing:
         limit = self.service.limits.max_text_chars
         if characters > limit:
             raise TextTooLong(f"The messages hold {characters} characters; at most {limit}.")
+        self._check_biases(body)
         prompt_ids = await asyncio.to_thread(self._encode, body)
         max_tokens = self._max_tokens(body, len(prompt_ids))
         s = self.service.flow.sampling
@@ -102,8 +118,24 @@ class ChatServing:
         overrides["presence_penalty"] = body.presence_penalty
         s = s.model_copy(update={k: v for k, v in overrides.items() if v is not None})
         job = GenerationRequest.sampled(prompt_ids, max_tokens, s, body.stop_sequences())
-        job = replace(job, frequency_penalty=body.frequency_penalty or 0.0, stream=body.stream)
-        return Jobs((job,) * body.n, len(prompt_ids), characters)
+        job = replace(
+            job,
+            frequency_penalty=body.frequency_penalty or 0.0,
+            stream=body.stream,
+            logit_bias=body.biases(),
+        )
+        return Jobs(_choices(job, body.n, body.seed), len(prompt_ids), characters)
+
+    def _check_biases(self, body: ChatCompletionRequest) -> None:
+        """A 400 for a biased token past the model's vocabulary, before a stream opens (the
+        engine's refusal would come as an error event of a 200 stream)."""
+        biased = [token for token, _ in body.biases()]
+        vocab = self.service.engine.vocab_size() if biased else 0
+        if biased and max(biased) >= vocab:
+            raise InvalidRequest(
+                f"logit_bias names token {max(biased)}; this model's token ids run from 0 "
+                f"to {vocab - 1}."
+            )
 
     def _encode(self, body: ChatCompletionRequest) -> list[int]:
         engine = self.service.engine
