@@ -11,6 +11,7 @@ names a stored glossary (the glossary API: ``deepl_glossaries.py``).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from typing import Any
 
@@ -34,7 +35,7 @@ from serve_app.api.compat.deepl_options import (
     given_in,
     refuse_unsupported,
 )
-from serve_app.api.compat.markup import deepl_markup
+from serve_app.api.compat.markup import check_well_formed, deepl_markup
 from serve_app.api.compat.schemas import DeepLTranslateBody, request_body
 from serve_app.api.errors import KeyScheme, register_error_format
 from serve_app.api.glossaries import apply_glossaries
@@ -119,7 +120,9 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
     common["context"] = one(params, "context")
     common["glossary_id"] = one(params, "glossary_id")
     common |= deepl_markup(params)  # tag_handling and its tag lists
-    options = deepl_options(params)  # split_sentences, preserve_formatting, model_type
+    options = deepl_options(params)  # split_sentences, preserve_formatting, model_type...
+    if options.tag_handling_version == "v2" and common.get("format") == "xml":
+        await asyncio.to_thread(check_well_formed, [t for t in texts if isinstance(t, str)])
     items = [make_item(text=t, **common) for t in texts if not blank(t)]
     items = await apply_glossaries(request, service, items)
     answers = in_place(texts, await _translated(service, items, request))

@@ -1,4 +1,5 @@
-"""DeepL's ``split_sentences``, ``preserve_formatting`` and ``model_type``: validated as
+"""DeepL's ``split_sentences``, ``preserve_formatting``, ``model_type`` and
+``tag_handling_version``: validated as
 DeepL validates them (a bad value is a 400), and honoured where they mean something for a
 model that translates whole texts.
 
@@ -13,6 +14,11 @@ model that translates whole texts.
 - ``model_type`` (``quality_optimized``, ``prefer_quality_optimized``,
   ``latency_optimized``): there is one model; each translation says so in
   ``model_type_used`` (``quality_optimized``), as DeepL answers when it is asked.
+- ``tag_handling_version`` (``v1``, ``v2``): DeepL's two tag handling algorithms; there is one
+  here. Each translation echoes the version asked, as DeepL's do; with ``v2`` and
+  ``tag_handling=xml`` a text that is not well-formed XML is DeepL's 400 (``v2`` parses XML
+  strictly: ``api/compat/markup.check_well_formed``). Any other value was accepted before
+  2026-12-07.
 
 Parameters that name what this server does not hold (``glossary_ids``, a style rule's
 ``style_id``, a ``translation_memory_id``) or ask for what it cannot follow
@@ -31,6 +37,7 @@ from serve_app.core.errors import InvalidRequest, UnsupportedOption
 
 _SPLIT = ("0", "1", "nonewlines")
 _MODEL_TYPES = ("quality_optimized", "prefer_quality_optimized", "latency_optimized")
+_TAG_HANDLING_VERSIONS = ("v1", "v2")
 _FLAGS = {"0": False, "1": True, "false": False, "true": True}
 # Sentence-final punctuation of the scripts the models write.
 _FINAL = ".!?。！？…"
@@ -52,17 +59,23 @@ _UNSUPPORTED = {
 class DeepLOptions:
     preserve_formatting: bool = False
     model_type: str | None = None
+    tag_handling_version: str | None = None
 
     def apply(self, source: str, translation: str) -> str:
         return preserve(source, translation) if self.preserve_formatting else translation
 
     def annotate(self, entry: dict[str, Any]) -> dict[str, Any]:
-        """A translation entry with ``model_type_used`` when ``model_type`` was given."""
-        return entry | {"model_type_used": "quality_optimized"} if self.model_type else entry
+        """A translation entry with ``model_type_used`` when ``model_type`` was given, and
+        ``tag_handling_version`` when it was."""
+        if self.model_type:
+            entry |= {"model_type_used": "quality_optimized"}
+        if self.tag_handling_version:
+            entry |= {"tag_handling_version": self.tag_handling_version}
+        return entry
 
 
 def deepl_options(params: Params) -> DeepLOptions:
-    """The three options of a DeepL request; InvalidRequest for a value DeepL refuses."""
+    """The four options of a DeepL request; InvalidRequest for a value DeepL refuses."""
     split = one(params, "split_sentences")
     if split is not None and str(split).lower() not in _SPLIT:
         raise InvalidRequest(f"Invalid split_sentences '{split}': use 0, 1 or nonewlines.")
@@ -73,7 +86,10 @@ def deepl_options(params: Params) -> DeepLOptions:
     model_type = one(params, "model_type")
     if model_type is not None and model_type not in _MODEL_TYPES:
         raise InvalidRequest(f"Invalid model_type '{model_type}': use {', '.join(_MODEL_TYPES)}.")
-    return DeepLOptions(_FLAGS[key], model_type)
+    version = one(params, "tag_handling_version") or None
+    if version is not None and version not in _TAG_HANDLING_VERSIONS:
+        raise InvalidRequest(f"Invalid tag_handling_version '{version}': use v1 or v2.")
+    return DeepLOptions(_FLAGS[key], model_type, version)
 
 
 def refuse_unsupported(given: Callable[[str], bool]) -> None:

@@ -19,11 +19,16 @@ class DeepLTranslateBody(BaseModel):
     formality: Literal["default", "more", "less", "prefer_more", "prefer_less"] = "default"
     context: str | None = Field(None, description="Surrounding text; not translated.")
     tag_handling: Literal["html", "xml"] | None = None
+    tag_handling_version: Literal["v1", "v2"] | None = Field(
+        None, description="Echoed in each translation; v2 with xml: malformed XML is a 400."
+    )
     ignore_tags: list[str] | str | None = None
     non_splitting_tags: list[str] | str | None = None
     splitting_tags: list[str] | str | None = None
     outline_detection: bool | Literal["0", "1"] | None = None
-    glossary_id: str | None = Field(None, description="Not supported: a 400.")
+    glossary_id: str | None = Field(
+        None, description="A glossary of POST /v2/glossaries; needs source_lang."
+    )
 
 
 class LibreTranslateBody(BaseModel):

@@ -1,5 +1,5 @@
 """LibreTranslate's ``alternatives`` and ``/frontend/settings``, DeepL's ``split_sentences``,
-``preserve_formatting`` and ``model_type``, over the fake engine."""
+``preserve_formatting``, ``model_type`` and ``tag_handling_version``, over the fake engine."""
 
 from __future__ import annotations
 
@@ -152,7 +152,13 @@ async def test_preserve_formatting_undoes_case_and_final_stop(
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("split_sentences", "2"), ("preserve_formatting", "yes"), ("model_type", "fast")],
+    [
+        ("split_sentences", "2"),
+        ("preserve_formatting", "yes"),
+        ("model_type", "fast"),
+        ("tag_handling_version", "v3"),  # accepted before 2026-12-07
+        ("tag_handling_version", "V2"),
+    ],
 )
 async def test_bad_deepl_option_values_are_400(
     client: httpx.AsyncClient, engine: FakeEngine, name: str, value: str
@@ -162,6 +168,57 @@ async def test_bad_deepl_option_values_are_400(
     assert r.status_code == 400
     assert name in r.json()["message"]
     assert engine.requests == []
+
+
+async def test_tag_handling_version_is_echoed_in_each_translation(
+    client: httpx.AsyncClient,
+) -> None:
+    """As DeepL answers (developers.deepl.com, "Translating XML"): each translation names
+    the version asked; none asked, none named."""
+    body = {"text": ["Press <b>Continue</b>.", "Hi"], "target_lang": "DE", "tag_handling": "xml"}
+    r = await client.post("/v2/translate", json=body | {"tag_handling_version": "v2"}, headers=AUTH)
+    assert r.status_code == 200, r.text
+    assert [t["tag_handling_version"] for t in r.json()["translations"]] == ["v2", "v2"]
+    assert r.json()["translations"][0]["text"] == "PRESS <b>CONTINUE</b>."
+    r = await client.post("/v2/translate", json=body | {"tag_handling_version": "v1"}, headers=AUTH)
+    assert r.json()["translations"][1]["tag_handling_version"] == "v1"
+    r = await client.post("/v2/translate", json=body, headers=AUTH)
+    assert "tag_handling_version" not in r.json()["translations"][0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<p>This tag is not closed properly</a>",  # DeepL's own example
+        "<b>open",
+        "a &nbsp; b",  # an HTML entity: not XML's
+        "x < y",
+        "<!DOCTYPE r [<!ENTITY a 'aaaa'>]><r>&a;</r>",
+        "<?xml version='1.0'?><!DOCTYPE x><x/>",
+    ],
+)
+async def test_v2_xml_that_is_not_well_formed_is_deepls_400(
+    client: httpx.AsyncClient, engine: FakeEngine, text: str
+) -> None:
+    body = {"text": ["Fine <b>text</b>.", text], "target_lang": "DE", "tag_handling": "xml"}
+    r = await client.post("/v2/translate", json=body | {"tag_handling_version": "v2"}, headers=AUTH)
+    assert r.status_code == 400, r.text
+    assert r.json() == {"message": "Tag handling parsing failed, please check input."}
+    assert engine.requests == []
+    # v1 (and html with v2: "HTML is not strictly parsed") translate it as before.
+    r = await client.post("/v2/translate", json=body | {"tag_handling_version": "v1"}, headers=AUTH)
+    assert r.status_code == 200, r.text
+    html = body | {"tag_handling": "html", "tag_handling_version": "v2"}
+    assert (await client.post("/v2/translate", json=html, headers=AUTH)).status_code == 200
+
+
+async def test_v2_takes_well_formed_xml_with_a_declaration_and_references(
+    client: httpx.AsyncClient,
+) -> None:
+    texts = ["<?xml version='1.0'?><doc>Tom &amp; Jerry &#233;</doc>", "plain text", ""]
+    body = {"text": texts, "target_lang": "DE", "tag_handling": "xml"}
+    r = await client.post("/v2/translate", json=body | {"tag_handling_version": "v2"}, headers=AUTH)
+    assert r.status_code == 200, r.text
 
 
 @pytest.mark.parametrize(
