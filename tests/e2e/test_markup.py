@@ -11,6 +11,7 @@ import re
 from collections import Counter
 
 import httpx
+import pytest
 
 from tests.e2e.conftest import Cluster
 from tests.e2e.test_observability import scrape, total, wait_for
@@ -159,6 +160,12 @@ def test_deepl_client_tag_handling(served: str) -> None:
     assert tags(result.text) == tags(html)
     for kept in ("<kbd>Ctrl</kbd>", '<span translate="no">Acme</span>', "<i>start</i>"):
         assert kept in result.text
+    # deepl-python 1.27+'s tag_handling_version: v2 parses XML strictly.
+    v2 = {"target_lang": "DE", "source_lang": "EN", "tag_handling": "xml"}
+    result = client.translate_text(xml, tag_handling_version="v2", **v2)
+    assert tags(result.text) == tags(xml)
+    with pytest.raises(deepl.DeepLException, match="Tag handling parsing failed"):
+        client.translate_text("<par>Sales grew</b>", tag_handling_version="v2", **v2)
 
 
 def test_replicas_stop_wasting_placeholder_attempts_on_a_model_that_loses_tags(
