@@ -21,8 +21,12 @@ checked first, in one streaming pass that holds no tree:
   Packaging Conventions allow only UTF-8 and UTF-16), which would otherwise go uncounted.
   lxml is fed incrementally from the part's first 16 KiB, the bytes expat already read: a
   picture fails both at its first byte and is never unpacked further (it was unpacked
-  whole a second time for lxml, once per picture and upload). Its content type does not
-  decide: openpyxl opens a sheet by its relationship whatever type the package declares;
+  whole a second time for lxml, once per picture and upload). In an xlsx its content type
+  does not decide: openpyxl opens a sheet by its relationship whatever type the package
+  declares. python-docx and python-pptx parse a part only when its declared content type
+  is one they register, all XML types; a part that ``[Content_Types].xml`` declares of
+  another type (``text/html``: Word's ``altChunk`` of imported HTML, with its
+  ``<!DOCTYPE html>`` and ``<br>``) stays bytes, and is not judged as XML (it was a 400);
 - the stretches of a part without an element start (one start tag, comment or text node):
   those over 64 KiB may take ``MAX_LONG_STRETCHES`` bytes in all. Expat (2.5, the one
   CPython links) parses a token that spans its input chunks again from its start at every
@@ -67,6 +71,9 @@ _BROKEN = (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFErr
 _UNPACKING = (zlib.error, lzma.LZMAError)  # a damaged compressed entry
 # Formats whose library reads a part once per reference to it (``references``).
 _READ_PER_REFERENCE = frozenset({"xlsx"})
+# Formats whose library parses a part as XML only if its declared content type says so.
+_PARSED_BY_TYPE = frozenset({"docx", "pptx"})
+_CONTENT_TYPES = "[Content_Types].xml"
 
 
 def check_package(name: str, data: bytes, limits: DocumentLimits) -> None:
@@ -78,10 +85,14 @@ def check_package(name: str, data: bytes, limits: DocumentLimits) -> None:
             _check_entries(name, entries, limits)
             budget = _Budget(name, limits.max_package_elements)
             refs = References() if name in _READ_PER_REFERENCE else None
-            for entry in entries:
+            types = ContentTypes() if name in _PARSED_BY_TYPE else None
+            # The content types first: they say which parts the library parses.
+            for entry in sorted(entries, key=lambda e: e.filename != _CONTENT_TYPES):
                 if entry.file_size == 0:  # zipfile reads no more than it declares
                     continue
-                _count_part(package, entry, budget, refs)
+                if types is not None and types.kept_as_bytes(entry.filename):
+                    continue
+                _count_part(package, entry, budget, refs, types)
             if refs is not None:
                 _check_rereads(refs, entries, budget, limits)
     except (*_BROKEN, *_UNPACKING) as exc:
@@ -139,14 +150,53 @@ class _Budget:
             self.long += length
 
 
+class ContentTypes:
+    """The content types ``[Content_Types].xml`` declares: by extension (``Default``) and
+    by part name (``Override``, which wins), both matched without case, as python-docx and
+    python-pptx match them."""
+
+    def __init__(self) -> None:
+        self.defaults: dict[str, str] = {}
+        self.overrides: dict[str, str] = {}
+
+    def element(self, tag: str, attrs: dict[str, str]) -> None:
+        kind, declared = tag.rsplit(":", 1)[-1], attrs.get("ContentType", "")
+        if kind == "Default" and "Extension" in attrs:
+            self.defaults[attrs["Extension"].lower()] = declared
+        elif kind == "Override" and "PartName" in attrs:
+            self.overrides[attrs["PartName"].lower()] = declared
+
+    def kept_as_bytes(self, filename: str) -> bool:
+        """Whether the part is declared of a type that is not XML (its library never parses
+        it); a part of no declared type is judged as XML, and so are the content types and
+        every ``.rels`` part, which the libraries parse by name, whatever they declare."""
+        name = "/" + filename.lower()
+        if filename == _CONTENT_TYPES or name.endswith(".rels"):
+            return False
+        declared = self.overrides.get(name)
+        if declared is None and "." in name.rsplit("/", 1)[-1]:
+            declared = self.defaults.get(name.rsplit(".", 1)[-1])
+        if declared is None:
+            return False
+        return not declared.split(";", 1)[0].strip().lower().endswith("xml")
+
+
 class _Part:
     """One part streamed through expat: its elements spent from the budget, and the byte
     offset of its last element start (the open stretch ends there)."""
 
-    def __init__(self, name: str, budget: _Budget, refs: References | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        budget: _Budget,
+        refs: References | None = None,
+        types: ContentTypes | None = None,
+    ) -> None:
         self.name = name
         self.budget = budget
         self.refs = refs
+        # Filled while ``[Content_Types].xml`` is read.
+        self.types = types if name == _CONTENT_TYPES else None
         self.elements = 0
         self.last = 0
         self.fed = 0
@@ -162,6 +212,8 @@ class _Part:
         self.budget.spend(1 + _range_cells(tag, attrs), self.name)
         if self.refs is not None:
             self.refs.element(self.name, tag, attrs)
+        if self.types is not None:
+            self.types.element(tag, attrs)
 
     def _doctype(self, *_: object) -> None:
         raise MalformedDocument(
@@ -186,11 +238,12 @@ def _count_part(
     entry: zipfile.ZipInfo,
     budget: _Budget,
     refs: References | None = None,
+    types: ContentTypes | None = None,
 ) -> None:
     """Counts the part's elements (and the cells its ranges cover) into ``budget``. A part
     expat cannot read from its start (a picture) is given to lxml from the bytes already
     read on, never decompressed a second time."""
-    part = _Part(entry.filename, budget, refs)
+    part = _Part(entry.filename, budget, refs, types)
     where = f"The file is not a valid {budget.name} file: part {entry.filename[:200]!r}"
     with package.open(entry) as stream:
         head = stream.read(_HEAD)
