@@ -1,7 +1,8 @@
 """Fixtures of the HTTP layer's unit tests: the fake engine and a client of the app over it
-(``chat`` prompt family, ``tests/asgi.py``). A module that needs another engine (one that
-replies otherwise) or another app defines its own ``engine`` or ``client``, which pytest
-takes over these."""
+(``chat`` prompt family, ``tests/asgi.py``), as ``client`` and as ``http`` (the OpenAI
+modules' name: their ``client`` is the ``openai`` one over it). A module that needs another
+engine (one that replies otherwise) or another app defines its own ``engine`` or
+``client``, which pytest takes over these."""
 
 from __future__ import annotations
 
@@ -21,5 +22,11 @@ def engine() -> FakeEngine:
 
 @pytest.fixture
 async def client(engine: FakeEngine) -> AsyncIterator[httpx.AsyncClient]:
+    async with chat_app_client(engine) as c:
+        yield c
+
+
+@pytest.fixture
+async def http(engine: FakeEngine) -> AsyncIterator[httpx.AsyncClient]:
     async with chat_app_client(engine) as c:
         yield c

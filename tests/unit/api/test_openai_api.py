@@ -5,7 +5,6 @@ usage, errors in OpenAI's shape, keys, admission, deadlines and metrics."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -48,13 +47,6 @@ async def http_for(fake: FakeEngine, **args: Any) -> tuple[httpx.AsyncClient, Re
 
 def openai_for(http: httpx.AsyncClient, key: str = "any") -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url="http://t/v1", api_key=key, http_client=http, max_retries=0)
-
-
-@pytest.fixture
-async def http(engine: FakeEngine) -> AsyncIterator[httpx.AsyncClient]:
-    client, _ = await http_for(engine)
-    async with client:
-        yield client
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ what the client parses; docs/compatibility.md says how to point each client here
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -14,7 +13,7 @@ import openai
 import pytest
 
 from tests.fakes import FakeEngine
-from tests.unit.api.test_openai_api import MODEL, http_for, openai_for, reply
+from tests.unit.api.test_openai_api import MODEL, openai_for, reply
 
 
 @pytest.fixture
@@ -22,13 +21,6 @@ def engine() -> FakeEngine:
     e = FakeEngine()
     e.reply = reply
     return e
-
-
-@pytest.fixture
-async def http(engine: FakeEngine) -> AsyncIterator[httpx.AsyncClient]:
-    client, _ = await http_for(engine)
-    async with client:
-        yield client
 
 
 def sse_data(body: str) -> list[str]:

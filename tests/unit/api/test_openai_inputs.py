@@ -7,7 +7,6 @@ state stored at OpenAI (a ``conversation``, a stored ``prompt``)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -15,7 +14,7 @@ import openai
 import pytest
 
 from tests.fakes import FakeEngine
-from tests.unit.api.test_openai_api import MODEL, http_for, openai_for
+from tests.unit.api.test_openai_api import MODEL, openai_for
 
 PARTS = [{"type": "text", "text": "Good"}, {"type": "text", "text": "morning"}]
 
@@ -25,13 +24,6 @@ def engine() -> FakeEngine:
     e = FakeEngine()
     e.reply = lambda prompt: prompt.splitlines()[-1].upper()
     return e
-
-
-@pytest.fixture
-async def http(engine: FakeEngine) -> AsyncIterator[httpx.AsyncClient]:
-    client, _ = await http_for(engine)
-    async with client:
-        yield client
 
 
 def prompt_of(engine: FakeEngine) -> str:

@@ -19,7 +19,6 @@ import httpx
 import openai
 import pytest
 
-from tests.asgi import chat_app_client
 from tests.fakes import FakeEngine
 
 MODEL = "tencent/HY-MT1.5-1.8B"
@@ -32,12 +31,6 @@ def engine() -> FakeEngine:
     e = FakeEngine()
     e.fail_after_chunks, e.fail_with = 1, RuntimeError("a bug in the engine layer")
     return e
-
-
-@pytest.fixture
-async def http(engine: FakeEngine) -> AsyncIterator[httpx.AsyncClient]:
-    async with chat_app_client(engine) as client:
-        yield client
 
 
 def client_of(http: httpx.AsyncClient) -> openai.AsyncOpenAI:
