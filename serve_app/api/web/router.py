@@ -50,9 +50,16 @@ class StaticFile:
 
     def response(self, request: Request) -> Response:
         headers = {**_HEADERS, "ETag": self.etag}
-        if self.etag in request.headers.get("if-none-match", ""):
+        if _matches(request.headers.get("if-none-match", ""), self.etag):
             return Response(status_code=304, headers=headers)
         return Response(self.body, media_type=self.media_type, headers=headers)
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    """RFC 9110's If-None-Match: ``*`` or a list of tags, compared weakly (``W/"x"`` is
+    ``"x"``). ``*`` was a 200 with the whole file."""
+    tags = [tag.strip() for tag in if_none_match.split(",")]
+    return any(tag == "*" or tag.removeprefix("W/") == etag for tag in tags)
 
 
 def load_static() -> dict[str, StaticFile]:

@@ -58,6 +58,25 @@ async def test_assets_have_their_types_and_revalidate(
     assert again.content == b""
 
 
+@pytest.mark.parametrize(
+    ("sent", "status"),
+    [
+        ("*", 304),  # any current file: it was a 200 with the whole file
+        ('"other", {etag}', 304),
+        ("W/{etag}", 304),  # compared weakly, as RFC 9110 says for If-None-Match
+        ('"other"', 200),
+        ("{etag_prefix}", 200),  # a part of the tag is not the tag
+    ],
+)
+async def test_if_none_match_follows_rfc_9110(
+    client: httpx.AsyncClient, sent: str, status: int
+) -> None:
+    etag = (await client.get("/ui/static/app.js")).headers["etag"]
+    header = sent.format(etag=etag, etag_prefix=etag[:-3] + '"')
+    r = await client.get("/ui/static/app.js", headers={"If-None-Match": header})
+    assert r.status_code == status
+
+
 @pytest.mark.parametrize("name", ["nope.js", "index.html", "..%2Fsecurity.py", "app.js%00"])
 async def test_unknown_files_are_404_in_the_error_shape(
     client: httpx.AsyncClient, name: str
