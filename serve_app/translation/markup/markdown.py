@@ -9,7 +9,7 @@ markers, links' ``[`` and ``](url "title")``, images, code spans, inline HTML an
 become placeholders, backslash escapes and entities are shown to the model decoded and
 written back as the source spelled them. An inline text that cannot be matched (never
 expected) is copied untranslated rather than risk changing its markup. The syntax beyond
-CommonMark (containers, math, footnotes, task boxes) is ``markdown_syntax.py``'s.
+CommonMark (containers, admonitions, math, footnotes, task boxes) is ``markdown_syntax.py``'s.
 
 Line breaks are matched on the source's own spelling, not markdown-it's: its ``newline`` and
 ``escape`` rules leave a soft break's one trailing space, a hard break's spaces and the next
@@ -119,9 +119,13 @@ class _Reader:
         tokens = _block_tokens(blank_front_matter(self.source), env)  # copied as it is
         try:
             before = ("", "")  # the two tokens' types before this one
+            titled = False  # the last MkDocs admonition's title is written
             for i, tok in enumerate(tokens):
                 tokens[i] = None  # type: ignore[call-overload]  # freed once read
-                if tok.type == "inline" and tok.map and tok.content.strip():
+                if tok.type == markdown_syntax.ADMONITION:
+                    titled = markdown_syntax.titled(tok)
+                named = before[1] == markdown_syntax.ADMONITION_TITLE and not titled
+                if tok.type == "inline" and tok.map and tok.content.strip() and not named:
                     _inline_parse(tok, env)
                     self.inline(tok, _LEADS.get(before))
                 elif tok.type == markdown_syntax.CONTAINER and tok.map:

@@ -158,6 +158,7 @@ class InlineReader:
         "html_inline": html_inline,
         "image": image,
         "math_inline": math_inline,
+        "math_inline_double": math_inline,
         "footnote_ref": footnote_ref,
         "link_open": link_open,
         "link_close": link_close,

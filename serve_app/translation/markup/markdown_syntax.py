@@ -9,10 +9,17 @@ and ``[x]``, and broke every page that a site generator reads afterwards. Each i
   Docusaurus, markdown-it-container, MyST ``:::{note}``) up to a closing ``:::``. The fence
   lines are copied, their body is translated as blocks, and a title after the name is
   translated (``container_title``).
-- Math (``dollarmath``): ``$$ ... $$`` display blocks are copied like code; ``$...$`` inline is
-  a placeholder. Pandoc's rules, so prices stay prose: no space inside the dollars, no digit
-  right after the closing one (``$5 and $10`` is text), no blank line inside a block (a stray
-  ``$$`` cannot swallow the rest of the page).
+- MkDocs admonitions (``admon``): ``!!! note "Title"``, collapsible ``??? tip`` and
+  ``???+ tip``, with an indented body. The marker line is copied, a quoted title is
+  translated, the body is translated as blocks (found 2026-12-07: the marker line and the
+  body reached the model as one paragraph, ``note`` with it, and a translated type name
+  is one MkDocs does not know). An unquoted title is the type's name, shown capitalized by
+  MkDocs: copied.
+- Math (``dollarmath``): ``$$ ... $$`` display blocks are copied like code; ``$...$`` and
+  ``$$...$$`` inline are a placeholder (``$$x$$`` in a sentence showed its outer dollars
+  to the model until 2026-12-07). Pandoc's rules, so prices stay prose: no space inside
+  the dollars, no digit right after the closing one (``$5 and $10`` is text), no blank line
+  inside a block (a stray ``$$`` cannot swallow the rest of the page).
 - Footnotes (``footnote``): a reference ``[^1]`` is a placeholder (defined or not); a
   definition ``[^1]: text`` keeps its label and its text is translated. Definitions stay where
   they are written (``move_to_end`` off: the reader copies the source in order), and no
@@ -31,6 +38,7 @@ from typing import NamedTuple
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
+from mdit_py_plugins.admon import admon_plugin
 from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.footnote import footnote_plugin
@@ -43,6 +51,8 @@ _TASK_BOX = re.compile(r"\[[ xX]\](?=[ \t])")
 # the next ``]`` or space, quadratic on a line of ``[^[^[^...``.
 MAX_LABEL = 100
 CONTAINER = "container_admonition_open"
+ADMONITION = "admonition_open"
+ADMONITION_TITLE = "admonition_title_open"
 
 
 def _is_container(params: str, *_: object) -> bool:
@@ -59,14 +69,43 @@ def _bounded_footnote_ref(state: StateInline, silent: bool) -> bool:
         state.posMax = limit
 
 
+def _double_dollar(state: StateInline, silent: bool) -> bool:
+    """``$$...$$`` inside a sentence, by Pandoc's rules for ``$``: no space inside the
+    dollars, no digit (or third dollar) right after them, and the first ``$$`` after the
+    opener closes it or nothing does (each opener looks no further than the next ``$$``, so
+    a line of them is read in linear time). The plugin's own ``double_inline`` skips its
+    space and digit checks for doubles: ``earn $$ fast and $$ more`` hid its words."""
+    src, start, stop = state.src, state.pos, state.posMax
+    if not src.startswith("$$", start) or start + 2 >= stop or src[start + 2] in " \t\n$":
+        return False
+    end = src.find("$$", start + 2, stop)
+    if end < 0 or src[end - 1] in " \t\n\\":
+        return False
+    if end + 2 < stop and (src[end + 2].isdigit() or src[end + 2] == "$"):
+        return False
+    if not silent:
+        tok = state.push("math_inline_double", "math", 0)
+        tok.content, tok.markup = src[start + 2 : end], "$$"
+    state.pos = end + 2
+    return True
+
+
 def parser() -> MarkdownIt:
     """CommonMark with GFM tables and strikethrough, and the constructs above."""
     md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
     dollarmath_plugin(md, allow_space=False, allow_digits=False, allow_blank_lines=False)
+    md.inline.ruler.before("math_inline", "math_inline_double", _double_dollar)
     footnote_plugin(md, inline=False, move_to_end=False, always_match_refs=True)
     md.inline.ruler.at("footnote_ref", _bounded_footnote_ref)
     container_plugin(md, "admonition", validate=_is_container)
+    admon_plugin(md)
     return md
+
+
+def titled(tok: Token) -> bool:
+    """Whether the MkDocs admonition that ``tok`` opens writes its title (in quotes): else
+    its title token holds the type's name, capitalized, which is not translated."""
+    return '"' in tok.info
 
 
 def task_box(children: list[Token], source: str) -> str | None:

@@ -1,8 +1,8 @@
-"""Markdown beyond CommonMark (``markup/markdown_syntax.py``): containers and admonitions,
-math, footnotes, task-list boxes and Liquid/Jinja tags. Each was sent to the model as words
-before (these tests fail on that code): what the model sees, the untranslated round trip
-byte for byte, a translation put back with the markup kept, and crafted inputs read in
-linear time."""
+"""Markdown beyond CommonMark (``markup/markdown_syntax.py``): containers and admonitions
+(MkDocs' too), math, footnotes, task-list boxes and Liquid/Jinja tags. Each was sent to the
+model as words before (these tests fail on that code): what the model sees, the
+untranslated round trip byte for byte, a translation put back with the markup kept, and
+crafted inputs read in linear time."""
 
 from __future__ import annotations
 
@@ -131,6 +131,79 @@ def test_what_is_none_of_them_stays_text(text: str) -> None:
     assert "<x" not in doc.segments[0].source()
 
 
+MKDOCS = """!!! note "Read *this*"
+    The body is translated.
+    Its second line.
+
+    A second paragraph.
+
+??? tip
+    Folded, titled by its type.
+
+???+ warning ""
+    Open, no title.
+
+!!! danger highlight "Don't"
+    - one
+    - two
+
+- A list
+    !!! info "Nested"
+        Deep body.
+
+After.
+"""
+
+
+def test_mkdocs_admonitions_show_their_titles_and_bodies_only() -> None:
+    """Before 2026-12-07 the marker line and the body were one paragraph to the model
+    (``!!! note "Read this"`` with ``note`` to translate)."""
+    doc = parse("markdown", MKDOCS)
+    assert [s.source() for s in doc.segments] == [
+        "Read <x1>this</x1>",
+        "The body is translated.\nIts second line.",
+        "A second paragraph.",
+        "Folded, titled by its type.",
+        "Open, no title.",
+        "Don't",
+        "one",
+        "two",
+        "A list",
+        "Nested",
+        "Deep body.",
+        "After.",
+    ]
+    assert identity(doc) == MKDOCS
+    out = shouted(doc)
+    for kept in [
+        '!!! note "READ *THIS*"\n    THE BODY IS TRANSLATED.\n    ITS SECOND LINE.\n',
+        "??? tip\n    FOLDED, TITLED BY ITS TYPE.\n",
+        '???+ warning ""\n    OPEN, NO TITLE.\n',
+        '!!! danger highlight "DON\'T"\n    - ONE\n    - TWO\n',
+        '    !!! info "NESTED"\n        DEEP BODY.\n',
+    ]:
+        assert kept in out
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("Inline $$x^2$$ here.", "Inline <x1/> here."),
+        ("both $x$ and $$y$$.", "both <x1/> and <x2/>."),
+        ("a $$x\ny$$ b", "a <x1/> b"),
+        ("earn $$ fast and $$ more", "earn $$ fast and $$ more"),  # spaces inside: prose
+        ("from $$5 to $$10", "from $$5 to $$10"),
+        ("price $$$ high $$$", "price $$$ high $$$"),
+    ],
+)
+def test_double_dollar_math_in_a_sentence_is_one_placeholder(text: str, shown: str) -> None:
+    """``$$x$$`` in a sentence showed the model ``$<x1/>$`` before 2026-12-07 (its outer
+    dollars as words); Pandoc's spacing rules keep prose with dollars prose."""
+    doc = parse("markdown", text)
+    assert [s.source() for s in doc.segments] == [shown]
+    assert identity(doc) == text
+
+
 def test_a_stray_display_dollar_does_not_swallow_the_page() -> None:
     doc = parse("markdown", "$$ x\n\nA paragraph after it.\n")
     assert [s.source() for s in doc.segments] == ["$$ x", "A paragraph after it."]
@@ -168,6 +241,11 @@ FOOTNOTE = "[^a]: defined\n\n"
         ("", "$x"),
         ("", "$$x\n"),  # each display opener looks for its closing line
         ("", "$$\n"),
+        ("", "$$a "),  # each inline opener looks no further than the next "$$"
+        ("", "a $$"),
+        ("", "$$a$"),
+        ("", "!!! note\n"),
+        ("", '??? a "t"\n    '),
         ("", ":"),
         ("", ":::note\n"),  # containers never closed, each up to the end of the page
         ("", "::: a\n\n"),
