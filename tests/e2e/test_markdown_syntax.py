@@ -4,8 +4,9 @@ thematic break and a heading and sent to the model, keys included, so the site c
 longer read the translated file: it comes back byte for byte, from ``format: markdown`` on
 ``/translate`` and from a ``.md`` document job. GitHub's alert markers (``> [!NOTE]``) and
 Obsidian's callouts were words of the quote: they come back as they are. So do containers'
-fence lines (``::: warning Title``: the title translated), math, footnote labels, task-list
-boxes and Liquid/Jinja tags, each sent to the model as words before. The text around
+fence lines (``::: warning Title``: the title translated), MkDocs admonitions' marker lines,
+math, footnote labels, task-list boxes and Liquid/Jinja tags, each sent to the model as
+words before. The text around
 them is translated (the tiny model's words are nonsense: only what must not change is
 compared)."""
 
@@ -74,6 +75,12 @@ A claim[^1] with a note.
 [^1]: The text of the note.
 
 Hello {{ page.title }} and {% include note.html %} there.
+
+!!! note "Read this"
+    The body of an admonition.
+
+??? tip
+    Folded, and $$x^2$$ inline.
 """
 KEPT = [
     "\n:::\n",
@@ -85,6 +92,10 @@ KEPT = [
     "\n[^1]: ",
     "{{ page.title }}",
     "{% include note.html %}",
+    '\n!!! note "',
+    "\n    ",
+    "\n??? tip\n    ",
+    "$$x^2$$",
 ]
 
 
@@ -96,5 +107,6 @@ def test_extensions_are_kept(served: str) -> None:
     assert translation.startswith("::: warning "), translation
     for kept in KEPT:
         assert kept in translation, (kept, translation)
-    # the title, the body, two items, three paragraphs and the note's text: nothing else
-    assert r.json()["markup"]["segments"] == 8, r.text
+    # the title, the body, two items, three paragraphs, the note's text, the admonition's
+    # title and its body, the folded one's body: nothing else
+    assert r.json()["markup"]["segments"] == 11, r.text
