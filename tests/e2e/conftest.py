@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import openai
 import psutil
 import pytest
 import yaml
@@ -187,3 +188,17 @@ def serve_cluster(
 def served(cluster: Cluster) -> str:
     """Base URL of the running service."""
     return cluster.url
+
+
+@pytest.fixture(scope="session")
+def openai_client(served: str) -> openai.OpenAI:
+    """The official ``openai`` client of the running service (``/v1``)."""
+    return openai.OpenAI(base_url=f"{served}/v1", api_key="any-key", timeout=300)
+
+
+@pytest.fixture(scope="session")
+def openai_model(openai_client: openai.OpenAI) -> str:
+    """The one model the service serves, as ``GET /v1/models`` names it."""
+    (only,) = list(openai_client.models.list())
+    assert only.object == "model"
+    return only.id

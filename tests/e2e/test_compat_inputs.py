@@ -26,42 +26,35 @@ TIMEOUT = 300
 WORDS = ["Good", "morning"] * 10
 
 
-@pytest.fixture(scope="module")
-def client(served: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{served}/v1", api_key="any-key", timeout=TIMEOUT)
-
-
-@pytest.fixture(scope="module")
-def model(client: openai.OpenAI) -> str:
-    (only,) = list(client.models.list())
-    return only.id
-
-
-def chat_prompt_tokens(client: openai.OpenAI, model: str, content: Any) -> int:
-    out = client.chat.completions.create(
-        model=model, messages=[{"role": "user", "content": content}], max_tokens=1
+def chat_prompt_tokens(openai_client: openai.OpenAI, openai_model: str, content: Any) -> int:
+    out = openai_client.chat.completions.create(
+        model=openai_model, messages=[{"role": "user", "content": content}], max_tokens=1
     )
     assert out.usage is not None
     return out.usage.prompt_tokens
 
 
-def responses_input_tokens(client: openai.OpenAI, model: str, content: Any) -> int:
-    out = client.responses.create(
-        model=model, input=[{"role": "user", "content": content}], max_output_tokens=1
+def responses_input_tokens(openai_client: openai.OpenAI, openai_model: str, content: Any) -> int:
+    out = openai_client.responses.create(
+        model=openai_model, input=[{"role": "user", "content": content}], max_output_tokens=1
     )
     assert out.usage is not None
     return out.usage.input_tokens
 
 
-def test_text_parts_reach_the_model_a_line_apart(client: openai.OpenAI, model: str) -> None:
+def test_text_parts_reach_the_model_a_line_apart(
+    openai_client: openai.OpenAI, openai_model: str
+) -> None:
     joined, glued = "\n".join(WORDS), "".join(WORDS)
-    lines = chat_prompt_tokens(client, model, joined)
-    assert lines != chat_prompt_tokens(client, model, glued)  # the test tells them apart
+    lines = chat_prompt_tokens(openai_client, openai_model, joined)
+    assert lines != chat_prompt_tokens(
+        openai_client, openai_model, glued
+    )  # the test tells them apart
     parts = [{"type": "text", "text": w} for w in WORDS]
-    assert chat_prompt_tokens(client, model, parts) == lines
+    assert chat_prompt_tokens(openai_client, openai_model, parts) == lines
     inputs = [{"type": "input_text", "text": w} for w in WORDS]
-    assert responses_input_tokens(client, model, inputs) == responses_input_tokens(
-        client, model, joined
+    assert responses_input_tokens(openai_client, openai_model, inputs) == responses_input_tokens(
+        openai_client, openai_model, joined
     )
 
 
@@ -76,9 +69,9 @@ def test_text_parts_reach_the_model_a_line_apart(client: openai.OpenAI, model: s
     ],
 )
 def test_responses_refuse_what_they_cannot_follow(
-    served: str, model: str, change: dict[str, Any], fragment: str
+    served: str, openai_model: str, change: dict[str, Any], fragment: str
 ) -> None:
-    body = {"model": model, "input": "Hello", "max_output_tokens": 4} | change
+    body = {"model": openai_model, "input": "Hello", "max_output_tokens": 4} | change
     r = httpx.post(f"{served}/v1/responses", json=body, timeout=TIMEOUT)
     assert r.status_code == 400, r.text
     error = r.json()["error"]
@@ -88,10 +81,10 @@ def test_responses_refuse_what_they_cannot_follow(
 
 
 def test_the_openai_client_raises_on_a_responses_tool_choice(
-    client: openai.OpenAI, model: str
+    openai_client: openai.OpenAI, openai_model: str
 ) -> None:
     with pytest.raises(openai.BadRequestError, match="tools"):
-        client.responses.create(model=model, input="Hello", tool_choice="required")
+        openai_client.responses.create(model=openai_model, input="Hello", tool_choice="required")
 
 
 @pytest.mark.parametrize(

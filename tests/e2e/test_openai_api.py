@@ -22,21 +22,9 @@ POT_USER = 'Translate into German:\n"""\nGood morning, how are you?\n"""'
 MESSAGES = [{"role": "system", "content": POT_SYSTEM}, {"role": "user", "content": POT_USER}]
 
 
-@pytest.fixture(scope="module")
-def client(served: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{served}/v1", api_key="any-key", timeout=TIMEOUT)
-
-
-@pytest.fixture(scope="module")
-def model(client: openai.OpenAI) -> str:
-    (only,) = list(client.models.list())
-    assert only.object == "model"
-    return only.id
-
-
-def test_completion_with_sampled_choices(client: openai.OpenAI, model: str) -> None:
-    out = client.chat.completions.create(
-        model=model,
+def test_completion_with_sampled_choices(openai_client: openai.OpenAI, openai_model: str) -> None:
+    out = openai_client.chat.completions.create(
+        model=openai_model,
         messages=MESSAGES,  # type: ignore[arg-type]
         n=3,
         temperature=1.0,
@@ -55,9 +43,9 @@ def test_completion_with_sampled_choices(client: openai.OpenAI, model: str) -> N
     assert len(set(texts)) > 1  # sampled apart, not copies
 
 
-def test_stream_with_usage(client: openai.OpenAI, model: str) -> None:
-    stream = client.chat.completions.create(
-        model=model,
+def test_stream_with_usage(openai_client: openai.OpenAI, openai_model: str) -> None:
+    stream = openai_client.chat.completions.create(
+        model=openai_model,
         messages=MESSAGES,  # type: ignore[arg-type]
         max_tokens=10,
         temperature=0,
@@ -73,8 +61,8 @@ def test_stream_with_usage(client: openai.OpenAI, model: str) -> None:
     assert 0 < usage.completion_tokens <= 10
     streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     # Greedy: the same request unstreamed gives the same text.
-    plain = client.chat.completions.create(
-        model=model,
+    plain = openai_client.chat.completions.create(
+        model=openai_model,
         messages=MESSAGES,  # type: ignore[arg-type]
         max_tokens=10,
         temperature=0,
@@ -82,8 +70,8 @@ def test_stream_with_usage(client: openai.OpenAI, model: str) -> None:
     assert plain.choices[0].message.content == streamed
 
 
-def test_request_id_names_the_completion(served: str, model: str) -> None:
-    body = {"model": model, "messages": MESSAGES, "max_tokens": 4}
+def test_request_id_names_the_completion(served: str, openai_model: str) -> None:
+    body = {"model": openai_model, "messages": MESSAGES, "max_tokens": 4}
     headers = {"x-request-id": "oai-e2e-1", "Authorization": "Bearer any-key"}
     r = httpx.post(f"{served}/v1/chat/completions", json=body, headers=headers, timeout=TIMEOUT)
     assert r.status_code == 200, r.text
@@ -91,35 +79,43 @@ def test_request_id_names_the_completion(served: str, model: str) -> None:
     assert r.headers["x-request-id"] == "oai-e2e-1"
 
 
-def test_errors_in_openais_shape(client: openai.OpenAI, model: str, served: str) -> None:
+def test_errors_in_openais_shape(
+    openai_client: openai.OpenAI, openai_model: str, served: str
+) -> None:
     with pytest.raises(openai.NotFoundError) as missing:
-        client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)  # type: ignore[arg-type]
+        openai_client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)  # type: ignore[arg-type]
     assert missing.value.code == "model_not_found"
     with pytest.raises(openai.BadRequestError) as bad:
-        client.chat.completions.create(model=model, messages=MESSAGES, max_tokens=10**6)  # type: ignore[arg-type]
+        openai_client.chat.completions.create(
+            model=openai_model, messages=MESSAGES, max_tokens=10**6
+        )  # type: ignore[arg-type]
     assert bad.value.code == "invalid_request"
     huge = [{"role": "user", "content": "word " * 3000}]
     with pytest.raises(openai.BadRequestError) as long:
-        client.chat.completions.create(model=model, messages=huge)  # type: ignore[arg-type]
+        openai_client.chat.completions.create(model=openai_model, messages=huge)  # type: ignore[arg-type]
     assert long.value.code == "context_length_exceeded"
-    r = httpx.post(f"{served}/v1/chat/completions", json={"model": model}, timeout=TIMEOUT)
+    r = httpx.post(f"{served}/v1/chat/completions", json={"model": openai_model}, timeout=TIMEOUT)
     assert r.status_code == 400
     assert set(r.json()["error"]) == {"message", "type", "param", "code"}
 
 
-def test_responses_plain_and_streamed(client: openai.OpenAI, model: str) -> None:
+def test_responses_plain_and_streamed(openai_client: openai.OpenAI, openai_model: str) -> None:
     """``/v1/responses`` (Bob's openai-translator plugin, ``openai.responses``) through the
     real stack: the answer's one message, and the streamed deltas adding up to it."""
-    out = client.responses.create(
-        model=model, instructions=POT_SYSTEM, input=POT_USER, max_output_tokens=10, temperature=0
+    out = openai_client.responses.create(
+        model=openai_model,
+        instructions=POT_SYSTEM,
+        input=POT_USER,
+        max_output_tokens=10,
+        temperature=0,
     )
     assert out.object == "response"
     assert out.status in ("completed", "incomplete")
     assert out.usage is not None
     assert 0 < out.usage.output_tokens <= 10
     events = list(
-        client.responses.create(
-            model=model,
+        openai_client.responses.create(
+            model=openai_model,
             instructions=POT_SYSTEM,
             input=POT_USER,
             max_output_tokens=10,
@@ -133,9 +129,9 @@ def test_responses_plain_and_streamed(client: openai.OpenAI, model: str) -> None
     assert deltas == out.output_text  # greedy: the same text streamed or not
 
 
-def test_model_left_out_is_the_served_one(served: str, model: str) -> None:
+def test_model_left_out_is_the_served_one(served: str, openai_model: str) -> None:
     """Subtitle Edit's LM Studio / OpenAI-compatible translators send no ``model``."""
     body = {"messages": [{"role": "user", "content": POT_USER}], "max_tokens": 4}
     r = httpx.post(f"{served}/v1/chat/completions", json=body, timeout=TIMEOUT)
     assert r.status_code == 200, r.text
-    assert r.json()["model"] == model
+    assert r.json()["model"] == openai_model
