@@ -120,10 +120,15 @@ def per_second(
     return rows
 
 
-def _replicas(row: dict[str, Any]) -> int:
-    """Ray Serve's count where the probe answered, else the replicas seen answering."""
+def _replicas(row: dict[str, Any]) -> int | None:
+    """Ray Serve's count where the probe answered, else the replicas seen answering, else
+    None: a second with neither is not known. It read 0 (on two loaded cores, a second whose
+    probe timed out and whose requests all ended in the next), and a replica table had a
+    row for 0 replicas that never were."""
     running = row["replicas_running"]
-    return int(running) if running is not None else int(row["replicas_answering"])
+    if running is not None:
+        return int(running)
+    return int(row["replicas_answering"]) or None
 
 
 def scale_up(rows: list[dict[str, Any]], target: float) -> dict[str, Any]:
@@ -136,7 +141,7 @@ def scale_up(rows: list[dict[str, Any]], target: float) -> dict[str, Any]:
         (
             r["t_s"]
             for r in rows
-            if r["t_s"] >= cross and _replicas(r) >= 2 and r["replicas_answering"] >= 2
+            if r["t_s"] >= cross and (_replicas(r) or 0) >= 2 and r["replicas_answering"] >= 2
         ),
         None,
     )
@@ -173,7 +178,7 @@ def _span_stats(
     inside = [a for a in answers if any(s <= a.done_s < e for s, e in spans)]
     ok = [a.latency_s for a in inside if a.ok]
     picked = [r for r in rows if any(s <= r["t_s"] < e for s, e in spans)]
-    replicas = [_replicas(r) for r in picked]
+    replicas = [n for r in picked if (n := _replicas(r)) is not None]
     return {
         "seconds": round(seconds, 1),
         "answers": len(ok),
@@ -197,7 +202,7 @@ def phase_table(
 def replica_table(rows: list[dict[str, Any]], answers: Sequence[Answer]) -> list[dict[str, Any]]:
     """Per replica count (Ray Serve's): the seconds spent with it, their RPS and p95."""
     out = []
-    for n in sorted({_replicas(r) for r in rows}):
+    for n in sorted({n for r in rows if (n := _replicas(r)) is not None}):
         spans = [(r["t_s"], r["t_s"] + 1) for r in rows if _replicas(r) == n]
         users = [r["users"] for r in rows if _replicas(r) == n]
         stats = _span_stats(rows, answers, spans)

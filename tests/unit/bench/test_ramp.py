@@ -191,6 +191,15 @@ def test_replica_table_splits_the_seconds_by_replica_count() -> None:
     assert table[2]["users"] == [2, 10]
 
 
+def test_a_second_without_a_probe_or_an_answer_counts_no_replicas() -> None:
+    """On CI's loaded cores a probe timed out in a second whose requests all ended in the
+    next: the table had a row for 0 replicas (found 2026-12-07)."""
+    rows = [_row(0, 2, 1, 1), _row(1, 2, None, 0), _row(2, 2, None, 1), _row(3, 2, 1, 1)]
+    table = replica_table(rows, [Answer(0.0, 0.5, 200, "a"), Answer(1.5, 2.5, 200, "a")])
+    assert [(r["replicas"], r["seconds"]) for r in table] == [(1, 3)]
+    assert scale_down(rows, target=4, after_s=0)["fell_at_s"] is None
+
+
 # --- the probes ----------------------------------------------------------------------------
 
 
