@@ -377,6 +377,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--serve-config", type=Path, default=ROOT / "serve_config.yaml")
     p.add_argument("--load-format", help="e.g. dummy: random weights of the model's shape")
     p.add_argument("--engine", default="{}", help="JSON: more engine settings for every system")
+    p.add_argument(
+        "--engine-for",
+        action="append",
+        default=[],
+        metavar="LABEL=JSON",
+        help="more engine settings for one system label only (an A/B of a setting)",
+    )
     p.add_argument("--systems", default=",".join(ALL_SYSTEMS))
     p.add_argument("--workloads", default="uniform,variable")
     p.add_argument("--requests", type=int, default=1000)
@@ -424,7 +431,19 @@ def context(ns: argparse.Namespace) -> BenchContext:
         replicas=ns.replicas,
         ray_serve_llm_pythonpath=ns.ray_serve_llm_pythonpath,
         stream=ns.stream,
+        engine_for=engine_for(ns.engine_for),
     )
+
+
+def engine_for(pairs: list[str]) -> dict[str, dict[str, Any]]:
+    """``--engine-for LABEL=JSON`` options as label -> engine settings."""
+    parsed: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        label, sep, settings = pair.partition("=")
+        if not sep or not label:
+            raise SystemExit(f"--engine-for {pair!r}: expected LABEL=JSON")
+        parsed[label] = json.loads(settings)
+    return parsed
 
 
 async def main_async(ns: argparse.Namespace) -> dict[str, Any]:

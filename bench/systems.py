@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,18 @@ class BenchContext:
     # `ray_serve` autoscaled by this config (bench.ramp) instead of a fixed `replicas`.
     autoscaling: dict[str, Any] | None = None
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    # Engine settings of one label only (journey --engine-for LABEL=JSON): an A/B of an engine
+    # setting with both engines up at once, e.g. vllm_serve against vllm_serve@2 with it.
+    engine_for: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def for_label(self, label: str) -> BenchContext:
+        """This context as ``label`` starts: with its own engine settings, if it has any."""
+        overrides = self.engine_for.get(label)
+        if not overrides:
+            return self
+        engine = {**self.config.engine.model_dump(), **overrides}
+        config = self.config.model_copy(update={"engine": type(self.config.engine)(**engine)})
+        return replace(self, config=config)
 
     def config_json(self) -> Path:
         path = self.workdir / "app_config.json"
@@ -222,14 +234,16 @@ def _ray_serve_cmd(ctx: BenchContext, port: int) -> tuple[list[str], dict[str, s
 
 
 def vllm_serve_args(engine_kwargs: dict[str, Any]) -> list[str]:
-    """``vllm serve`` flags for the engine settings every system uses."""
+    """``vllm serve`` flags for the engine settings every system uses (a dict or list, e.g.
+    ``compilation_config``, as the JSON that vLLM's CLI parses)."""
     kwargs = dict(engine_kwargs)
     args = [str(kwargs.pop("model"))]
     for key, value in kwargs.items():
         flag = "--" + key.replace("_", "-")
         if value is None or value is False:
             continue
-        args += [flag] if value is True else [flag, str(value)]
+        text = json.dumps(value) if isinstance(value, dict | list) else str(value)
+        args += [flag] if value is True else [flag, text]
     if engine_kwargs.get("enable_chunked_prefill") is False:
         args.append("--no-enable-chunked-prefill")
     return args
@@ -317,6 +331,7 @@ async def probe(target: Target, process: Process, item: Item, timeout_s: float) 
 @asynccontextmanager
 async def started(ctx: BenchContext, name: str, items: list[Item]) -> AsyncIterator[Target]:
     """The system ``name`` (a label: ``system_of``), ready to take requests, stopped on exit."""
+    ctx = ctx.for_label(name)
     if system_of(name) == "raw_engine":
         engine = EngineTarget(name, ctx.config)
         try:
@@ -357,4 +372,5 @@ def describe(ctx: BenchContext) -> dict[str, Any]:
         "replicas": ctx.replicas,
         "max_ongoing_requests": ctx.max_ongoing_requests,
         "device": ctx.device,
+        **({"engine_for": ctx.engine_for} if ctx.engine_for else {}),
     }

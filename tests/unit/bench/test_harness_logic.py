@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.autotune import pick
-from bench.journey import _ratios, journey_ratios
+from bench.journey import _ratios, engine_for, journey_ratios
 from bench.journey import write as write_journey
 from bench.loadgen import closed_loop, open_loop, percentile, run, summarize, timeline
 from bench.process import Process
@@ -23,7 +23,9 @@ from bench.report import markdown_table, write_run
 from bench.systems import (
     RAY_GAVE_UP,
     RAY_SERVE_LLM_READY,
+    BenchContext,
     bench_app_config,
+    describe,
     probe,
     vllm_serve_args,
     wait_ready,
@@ -188,6 +190,33 @@ def test_vllm_serve_args_mirror_the_engine_settings() -> None:
     assert "--stream-interval 4" in joined  # the peer streams as this project's engine does
     assert "--enforce-eager" in args
     assert "--trust-remote-code" not in args
+
+
+def test_vllm_serve_args_give_nested_settings_as_json() -> None:
+    extra = {"compilation_config": {"cudagraph_mode": "FULL"}}
+    config = bench_app_config(ROOT / "serve_config.yaml", "/m", {"extra_engine_args": extra})
+    args = vllm_serve_args(config.engine.engine_kwargs())
+    flag = args.index("--compilation-config")
+    assert json.loads(args[flag + 1]) == {"cudagraph_mode": "FULL"}
+
+
+def test_engine_for_one_label_leaves_the_others_alone(tmp_path: Path) -> None:
+    config = bench_app_config(ROOT / "serve_config.yaml", "/m")
+    full = {"extra_engine_args": {"compilation_config": {"cudagraph_mode": "FULL"}}}
+    ctx = BenchContext(config, ROOT / "serve_config.yaml", tmp_path, engine_for={"b@2": full})
+    assert ctx.for_label("b") is ctx
+    twin = ctx.for_label("b@2")
+    assert twin.config.engine.extra_engine_args == full["extra_engine_args"]
+    assert twin.config.engine.max_num_seqs == config.engine.max_num_seqs
+    assert "--compilation-config" in vllm_serve_args(twin.config.engine.engine_kwargs())
+    assert "--compilation-config" not in vllm_serve_args(config.engine.engine_kwargs())
+    assert describe(ctx)["engine_for"] == {"b@2": full}
+
+
+def test_engine_for_options_parse() -> None:
+    assert engine_for(['x@2={"max_num_seqs": 8}']) == {"x@2": {"max_num_seqs": 8}}
+    with pytest.raises(SystemExit):
+        engine_for(['{"max_num_seqs": 8}'])
 
 
 def test_openai_target_asks_what_our_service_asks() -> None:
