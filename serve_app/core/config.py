@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from vllm.engine.arg_utils import AsyncEngineArgs
 
 Dtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"]
+CudagraphMode = Literal["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 
 
 class _Strict(BaseModel):
@@ -65,6 +66,14 @@ class EngineConfig(_Strict):
         "(2 x max_num_seqs) leaves every step that mixes decodes with a new text's prefill "
         "un-graphed; 512 gave 1.46x the RPS at 25 users on an H200 "
         "(bench/results/2026-11-22-h200-cudagraph). None: vLLM's default.",
+    )
+    cudagraph_mode: CudagraphMode | None = Field(
+        None,
+        description="vLLM's compilation_config.cudagraph_mode. FULL runs the steps that mix "
+        "decodes with a prefill as one CUDA graph where the attention backend can (FA3 on "
+        "Hopper): 1.35x the RPS of vLLM's FULL_AND_PIECEWISE on an H100 (bench/results/"
+        "2026-12-07-h100-full-cudagraphs); vLLM falls back to its default elsewhere. None: "
+        "vLLM's default.",
     )
     load_format: str = Field(
         "auto", description="Weight loading; 'dummy' gives random weights for benchmarks."
@@ -169,6 +178,8 @@ class EngineConfig(_Strict):
             kwargs["max_model_len"] = self.max_model_len
         if self.max_cudagraph_capture_size is not None:
             kwargs["max_cudagraph_capture_size"] = self.max_cudagraph_capture_size
+        if self.cudagraph_mode is not None:
+            kwargs["compilation_config"] = {"cudagraph_mode": self.cudagraph_mode}
         return {**kwargs, **self.extra_engine_args}
 
     def serving_kwargs(self) -> dict[str, Any]:

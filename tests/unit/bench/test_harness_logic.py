@@ -188,6 +188,8 @@ def test_vllm_serve_args_mirror_the_engine_settings() -> None:
     assert "--gpu-memory-utilization 0.3" in joined
     assert "--max-cudagraph-capture-size 512" in joined
     assert "--stream-interval 4" in joined  # the peer streams as this project's engine does
+    flag = args.index("--compilation-config")  # the same CUDA graphs as this project's engine
+    assert json.loads(args[flag + 1]) == {"cudagraph_mode": "FULL"}
     assert "--enforce-eager" in args
     assert "--trust-remote-code" not in args
 
@@ -202,15 +204,18 @@ def test_vllm_serve_args_give_nested_settings_as_json() -> None:
 
 def test_engine_for_one_label_leaves_the_others_alone(tmp_path: Path) -> None:
     config = bench_app_config(ROOT / "serve_config.yaml", "/m")
-    full = {"extra_engine_args": {"compilation_config": {"cudagraph_mode": "FULL"}}}
-    ctx = BenchContext(config, ROOT / "serve_config.yaml", tmp_path, engine_for={"b@2": full})
+    piecewise = {"cudagraph_mode": "FULL_AND_PIECEWISE", "max_num_seqs": 8}
+    ctx = BenchContext(config, ROOT / "serve_config.yaml", tmp_path, engine_for={"b@2": piecewise})
     assert ctx.for_label("b") is ctx
     twin = ctx.for_label("b@2")
-    assert twin.config.engine.extra_engine_args == full["extra_engine_args"]
-    assert twin.config.engine.max_num_seqs == config.engine.max_num_seqs
-    assert "--compilation-config" in vllm_serve_args(twin.config.engine.engine_kwargs())
-    assert "--compilation-config" not in vllm_serve_args(config.engine.engine_kwargs())
-    assert describe(ctx)["engine_for"] == {"b@2": full}
+    assert (twin.config.engine.cudagraph_mode, twin.config.engine.max_num_seqs) == (
+        "FULL_AND_PIECEWISE",
+        8,
+    )
+    assert twin.config.engine.max_num_batched_tokens == config.engine.max_num_batched_tokens
+    assert "--max-num-seqs 8" in " ".join(vllm_serve_args(twin.config.engine.engine_kwargs()))
+    assert "--max-num-seqs 24" in " ".join(vllm_serve_args(config.engine.engine_kwargs()))
+    assert describe(ctx)["engine_for"] == {"b@2": piecewise}
 
 
 def test_engine_for_options_parse() -> None:

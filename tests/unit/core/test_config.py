@@ -61,6 +61,16 @@ def test_cudagraph_capture_size_none_leaves_vllm_default() -> None:
     )
 
 
+def test_cudagraph_mode_reaches_vllm_compilation_config() -> None:
+    assert "compilation_config" not in EngineConfig().engine_kwargs()
+    args = EngineConfig(cudagraph_mode="FULL").to_engine_args()
+    assert args.compilation_config.cudagraph_mode.name == "FULL"
+    production = AppConfig.model_validate(_app("serve_config.yaml")["args"]).engine
+    assert production.cudagraph_mode == "FULL"
+    with pytest.raises(ValidationError):
+        EngineConfig(cudagraph_mode="ALWAYS")  # type: ignore[arg-type]
+
+
 def test_hf_token_read_from_the_named_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_TOKEN", "hf_secret")
     engine = EngineConfig(hf_token_env="MY_TOKEN")
