@@ -4,7 +4,8 @@ the terms of a stored glossary that one text needs.
 Parsing refuses what cannot be a glossary with ``InvalidGlossary`` (400) naming the line;
 the store checks the terms themselves (length, control characters, duplicates), so every
 way in is held to the same rules. Work here is proportional to the input: callers with large
-inputs run it in a worker thread (``parse_entries_async``; the terms a text needs:
+inputs run it in a worker thread (above ``THREAD_ABOVE`` characters: a new glossary's
+dictionaries, ``api.glossaries.create_glossary``; the terms a text needs:
 ``core.glossary_terms.glossary_for_async``).
 """
 
@@ -21,6 +22,7 @@ from serve_app.core.errors import InvalidGlossary
 from serve_app.core.glossary_terms import Entries, terms_for
 
 __all__ = [
+    "THREAD_ABOVE",
     "Entries",
     "parse_entries",
     "terms_for",
@@ -30,8 +32,8 @@ __all__ = [
 ]
 
 EntriesFormat = Literal["tsv", "csv"]
-# Above this much work (entries x characters), filtering and parsing leave the event loop.
-_THREAD_ABOVE = 50_000
+# Above this much work (characters of entries), parsing and writing leave the event loop.
+THREAD_ABOVE = 50_000
 # What ends a TSV line. ``str.splitlines`` also breaks at VT, FF, U+0085, U+2028...: a term
 # holding one was cut in two, and the error named a line the client's editor does not show
 # (now the store refuses the character itself, by name).
@@ -50,10 +52,6 @@ def parse_entries(data: str, fmt: str) -> Entries:
     if fmt == "csv":
         return _parse_csv(data)
     raise InvalidGlossary(f"Unknown entries_format {fmt[:20]!r}: use 'tsv' or 'csv'.")
-
-
-async def parse_entries_async(data: str, fmt: str) -> Entries:
-    return await sized(len(data), _THREAD_ABOVE, parse_entries, data, fmt)
 
 
 def _parse_tsv(data: str) -> Entries:
@@ -105,4 +103,4 @@ def to_csv(entries: Sequence[tuple[str, str]]) -> str:
 async def written_async(write: Callable[[Entries], str], entries: Entries) -> str:
     """``write(entries)`` (``to_tsv``, ``to_csv``), in a thread for large glossaries: the
     CSV of a 20 MB glossary took 0.45 s on the event loop."""
-    return await sized(sum(len(s) + len(t) for s, t in entries), _THREAD_ABOVE, write, entries)
+    return await sized(sum(len(s) + len(t) for s, t in entries), THREAD_ABOVE, write, entries)

@@ -24,6 +24,12 @@ class StoreLimits(BaseModel):
     max_glossary_entries: int = Field(
         10_000, ge=1, description="Entries of one glossary, all its language pairs together."
     )
+    max_glossary_dictionaries: int = Field(
+        2000,
+        ge=1,
+        description="Dictionaries (language pairs) of all one key's glossaries together: "
+        "what a glossary list reads and answers.",
+    )
     max_term_chars: int = Field(1024, ge=1, description="Longest source or target term.")
     max_name_chars: int = Field(256, ge=1, description="Longest glossary or document name.")
     max_documents_per_owner: int = Field(

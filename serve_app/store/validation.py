@@ -96,6 +96,11 @@ def check_dictionaries(
 ) -> list[GlossaryDictionary]:
     if not dictionaries:
         raise InvalidGlossary("A glossary needs at least one dictionary of entries.")
+    if len(dictionaries) > limits.max_glossary_dictionaries:
+        raise GlossaryTooLarge(
+            f"The glossary has {len(dictionaries)} dictionaries (language pairs); at most "
+            f"{limits.max_glossary_dictionaries} are allowed."
+        )
     total = sum(len(d.entries) for d in dictionaries)
     if total > limits.max_glossary_entries:
         raise GlossaryTooLarge(

@@ -22,8 +22,8 @@ from fastapi import APIRouter, FastAPI, Request, Response
 
 from serve_app.api.compat.common import Params, get_and_post, one, read_params
 from serve_app.api.errors import ErrorFormat, KeyScheme, register_error_format
-from serve_app.api.glossaries import create_glossary, glossary_store, owner
-from serve_app.api.glossary_entries import parse_entries_async, to_tsv, written_async
+from serve_app.api.glossaries import NewDictionary, create_glossary, glossary_store, owner
+from serve_app.api.glossary_entries import to_tsv, written_async
 from serve_app.core.errors import GlossaryNotFound, InvalidRequest
 from serve_app.store import Glossary
 from serve_app.translation.service import TranslationService
@@ -77,13 +77,13 @@ def _text(params: Params, name: str) -> str:
     return value
 
 
-async def _dictionary(fields: dict[str, Any] | Params) -> tuple[str, str, tuple[Any, ...]]:
+def _dictionary(fields: dict[str, Any] | Params) -> NewDictionary:
     params = {k: v if isinstance(v, list) else [v] for k, v in fields.items()}
     fmt = one(params, "entries_format", "tsv")
     if fmt not in ("tsv", "csv"):
         raise InvalidRequest("Parameter 'entries_format' must be 'tsv' or 'csv'.")
-    entries = await parse_entries_async(_text(params, "entries"), fmt)
-    return _text(params, "source_lang"), _text(params, "target_lang"), entries
+    entries = _text(params, "entries")
+    return NewDictionary(_text(params, "source_lang"), _text(params, "target_lang"), entries, fmt)
 
 
 def language_pairs(service: TranslationService) -> list[dict[str, str]]:
@@ -121,7 +121,7 @@ def _v2_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
         params = await read_params(request)
         auth(request, params)
         name = _text(params, "name")
-        dictionary = await _dictionary(params)
+        dictionary = _dictionary(params)
         return v2_info(await create_glossary(request, service, name, [dictionary]))
 
     @router.get("/glossaries")
@@ -166,7 +166,7 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
         raw = params.get("dictionaries") or []
         if not raw or not all(isinstance(d, dict) for d in raw):
             raise InvalidRequest("Parameter 'dictionaries' must be a list of objects.")
-        dictionaries = [await _dictionary(d) for d in raw]
+        dictionaries = [_dictionary(d) for d in raw]
         return v3_info(await create_glossary(request, service, name, dictionaries))
 
     @router.get("/glossaries")

@@ -34,6 +34,32 @@ def _glossary(row: Row, dictionaries: dict[str, list[DictionaryInfo]]) -> Glossa
     return Glossary(glossary_id, name, owner, float(created_at), tuple(dictionaries[glossary_id]))
 
 
+async def _check_room(db: Database, tx: Tx, owner: str, dictionaries: int) -> None:
+    """``LimitReached`` (403) when the owner's glossaries, or their dictionaries with the
+    new glossary's, would pass the limits. Every list of glossaries reads and answers all
+    the owner's dictionaries: 21 glossaries of 3,906 language pairs each held the event
+    loop 1.3 s on ``GET /glossaries`` (1,000 of them: about a minute)."""
+    limits = db.limits
+    row = await tx.fetchrow("SELECT COUNT(*) FROM glossaries WHERE owner = ?", owner)
+    if row and int(row[0]) >= limits.max_glossaries_per_owner:
+        raise LimitReached(
+            f"This key holds {limits.max_glossaries_per_owner} glossaries, the most "
+            "allowed; delete one first."
+        )
+    row = await tx.fetchrow(
+        "SELECT COUNT(*) FROM glossary_dictionaries d JOIN glossaries g "
+        "ON g.id = d.glossary_id WHERE g.owner = ?",
+        owner,
+    )
+    held = int(row[0]) if row else 0
+    if held + dictionaries > limits.max_glossary_dictionaries:
+        raise LimitReached(
+            f"This key's glossaries hold {held} dictionaries (language pairs) and this one "
+            f"has {dictionaries}; at most {limits.max_glossary_dictionaries} are allowed "
+            "in all: delete a glossary first."
+        )
+
+
 async def create(
     db: Database, owner: str, name: str, dictionaries: Sequence[GlossaryDictionary]
 ) -> Glossary:
@@ -42,12 +68,7 @@ async def create(
     glossary_id, now = str(uuid.uuid4()), db.now()
     async with db.tx() as tx:
         await db.lock(tx, "glossaries:" + owner)
-        row = await tx.fetchrow("SELECT COUNT(*) FROM glossaries WHERE owner = ?", owner)
-        if row and int(row[0]) >= db.limits.max_glossaries_per_owner:
-            raise LimitReached(
-                f"This key holds {db.limits.max_glossaries_per_owner} glossaries, the most "
-                "allowed; delete one first."
-            )
+        await _check_room(db, tx, owner, len(checked))
         await tx.execute(
             "INSERT INTO glossaries (id, owner, name, created_at) VALUES (?, ?, ?, ?)",
             glossary_id,

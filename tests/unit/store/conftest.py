@@ -19,6 +19,7 @@ START = float(calendar.timegm((2026, 11, 15, 12, 0, 30)))
 LIMITS = StoreLimits(
     max_glossaries_per_owner=3,
     max_glossary_entries=50,
+    max_glossary_dictionaries=5,
     max_term_chars=40,
     max_documents_per_owner=3,
     max_document_bytes=4096,
