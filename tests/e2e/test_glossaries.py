@@ -29,7 +29,7 @@ from tests.e2e.hostile_cases import generate
 from tests.e2e.replicas import save_report
 from tests.e2e.test_hostile_requests import send_all
 
-KEY_A, KEY_B = "gloss-key-a", "gloss-key-b"
+KEY_A, KEY_B, KEY_C = "gloss-key-a", "gloss-key-b", "gloss-key-c"
 TIMEOUT = 180
 
 
@@ -51,10 +51,12 @@ def url(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
             "security": {"api_keys_env": "E2E_KEYS"},
             "store": {
                 "url": f"sqlite:///{workdir}/store.db",
-                "limits": {"max_glossary_entries": 20},
+                "limits": {"max_glossary_entries": 20, "max_glossary_dictionaries": 12},
             },
         },
-        runtime_env={"env_vars": {"VLLM_CPU_KVCACHE_SPACE": "1", "E2E_KEYS": f"{KEY_A},{KEY_B}"}},
+        runtime_env={
+            "env_vars": {"VLLM_CPU_KVCACHE_SPACE": "1", "E2E_KEYS": f"{KEY_A},{KEY_B},{KEY_C}"}
+        },
         deployment={"num_replicas": 2},
     )
     with serve_cluster(config, workdir, replicas=2, ray_args=[f"--port={gcs_port}"]) as base:
@@ -226,6 +228,33 @@ def keyed(route: hostile.Route) -> hostile.Route:
     if route.api == "libre":
         return replace(route, fields={**route.fields, "api_key": KEY_B})
     return replace(route, headers={**route.headers, **bearer(KEY_B)})
+
+
+def _dictionaries(pairs: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"source_lang": s, "target_lang": t, "entries": "a\tb"} for s, t in pairs]
+
+
+def test_a_keys_dictionaries_are_bounded_through_the_proxy(url: str) -> None:
+    """store.limits.max_glossary_dictionaries (12 here, under the 20 entries a glossary may
+    hold): one glossary over it is a 413, and glossaries that pass it together a 403, each in
+    its API's shape (every glossary list answers all of a key's dictionaries)."""
+    pairs = sorted(
+        {(p.source_lang, p.target_lang) for p in translator(url).get_glossary_languages()}
+    )
+    assert len(pairs) > 13
+    wide = {"name": "wide", "dictionaries": _dictionaries(pairs[:13])}
+    refused = httpx.post(f"{url}/glossaries", json=wide, headers=bearer(KEY_C), timeout=60)
+    assert refused.status_code == 413, refused.text
+    assert refused.json()["error"]["code"] == "glossary_too_large"
+    half = {"name": "half", "dictionaries": _dictionaries(pairs[:8])}
+    created = httpx.post(f"{url}/glossaries", json=half, headers=bearer(KEY_C), timeout=60)
+    assert created.status_code == 201, created.text
+    deepl_key = {"Authorization": f"DeepL-Auth-Key {KEY_C}"}
+    more = httpx.post(f"{url}/v3/glossaries", json=half, headers=deepl_key, timeout=60)
+    assert more.status_code == 403, more.text
+    assert "at most 12" in more.json()["message"]
+    gid = created.json()["id"]
+    assert httpx.delete(f"{url}/glossaries/{gid}", headers=bearer(KEY_C), timeout=60).is_success
 
 
 def test_hostile_requests_to_glossary_and_document_routes_get_no_5xx(url: str) -> None:
