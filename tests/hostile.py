@@ -19,100 +19,29 @@ error in the called API's own shape: native ``{"error": {"code", "message"}}``, 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_from_bytes
 
 from hypothesis import strategies as st
 
-DEEPL_AUTH = {"Authorization": "DeepL-Auth-Key fuzz"}
-LIBRE = "/libretranslate"
-ITEM = {"text": "Hello world", "source_lang": "en", "target_lang": "de"}
-
-
-@dataclass(frozen=True)
-class Route:
-    """A route and a valid request for it: ``fields`` (JSON or form) and how it is sent."""
-
-    method: str
-    path: str
-    api: str  # native, deepl, libre or openai: the error shape
-    fields: dict[str, Any]
-    kinds: tuple[str, ...] = ("json",)  # json, form, multipart, query
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-NATIVE_ROUTES = (
-    Route("POST", "/translate", "native", ITEM),
-    Route("POST", "/translate/stream", "native", ITEM),
-    Route("POST", "/translate/batch", "native", {"items": [ITEM, {**ITEM, "text": "Bye"}]}),
-    Route("GET", "/languages", "native", {}, ("query",)),
-    Route("GET", "/healthz", "native", {}, ("query",)),
-    Route("GET", "/readyz", "native", {}, ("query",)),
-    Route("GET", "/usage", "native", {}, ("query",)),
-    Route("GET", "/cache", "native", {}, ("query",)),
-    Route("GET", "/ui/config", "native", {}, ("query",)),
-    Route("GET", "/", "native", {}, ("query",)),
+from tests.hostile_routes import (
+    COMPAT_ROUTES,
+    DEEPL_AUTH,
+    DICTIONARY,
+    ITEM,
+    LIBRE,
+    NATIVE_ROUTES,
+    ROUTES,
+    STORE_ROUTES,
+    Route,
 )
-COMPAT_ROUTES = (
-    Route(
-        "POST",
-        "/v2/translate",
-        "deepl",
-        {"text": ["Hello world"], "target_lang": "DE", "source_lang": "EN", "formality": "less"},
-        ("json", "form", "multipart"),
-        DEEPL_AUTH,
-    ),
-    Route("POST", "/v2/languages", "deepl", {"type": "target"}, ("json", "form"), DEEPL_AUTH),
-    Route("GET", "/v2/languages", "deepl", {"type": "source"}, ("query",), DEEPL_AUTH),
-    Route("POST", "/v2/usage", "deepl", {}, ("json", "form"), DEEPL_AUTH),
-    Route(
-        "POST",
-        LIBRE + "/translate",
-        "libre",
-        {"q": "Hello world", "source": "en", "target": "de", "format": "text", "alternatives": 0},
-        ("json", "form", "multipart"),
-    ),
-    Route("POST", LIBRE + "/detect", "libre", {"q": "Hello world"}, ("json", "form")),
-    Route("GET", LIBRE + "/languages", "libre", {}, ("query",)),
-    Route(
-        "POST",
-        "/v1/chat/completions",
-        "openai",
-        {"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8},
-    ),
-    Route("GET", "/v1/models", "openai", {}, ("query",)),
-)
-DICTIONARY = {"source_lang": "en", "target_lang": "de", "entries": "cart\tWarenkorb"}
-# Routes over the store: documents and glossaries.
-STORE_ROUTES = (
-    Route("POST", "/glossaries", "native", {"name": "g", "dictionaries": [DICTIONARY]}),
-    Route("GET", "/glossaries", "native", {}, ("query",)),
-    Route(
-        "POST",
-        "/v2/glossaries",
-        "deepl",
-        {"name": "g", "entries_format": "tsv", **DICTIONARY},
-        ("json", "form"),
-        DEEPL_AUTH,
-    ),
-    Route(
-        "POST",
-        "/v3/glossaries",
-        "deepl",
-        {"name": "g", "dictionaries": [DICTIONARY]},
-        ("json",),
-        DEEPL_AUTH,
-    ),
-    Route("GET", "/v2/glossary-language-pairs", "deepl", {}, ("query",), DEEPL_AUTH),
-    Route("POST", "/documents", "native", {"target_lang": "de"}, ("upload",)),
-    Route("GET", "/documents/0123456789abcdef", "native", {}, ("query",)),
-    Route("POST", "/v2/document", "deepl", {"target_lang": "DE"}, ("upload",), DEEPL_AUTH),
-    Route("POST", "/v2/document/abc", "deepl", {"document_key": "k"}, ("json", "form"), DEEPL_AUTH),
-    Route("POST", LIBRE + "/translate_file", "libre", {"target": "de"}, ("upload",)),
-    Route("GET", LIBRE + "/download_file/abc.txt", "libre", {}, ("query",)),
-)
-ROUTES = NATIVE_ROUTES + COMPAT_ROUTES
+
+# The routes (``tests/hostile_routes.py``), for the modules that fuzz them through this one.
+__all__ = [
+    "COMPAT_ROUTES", "DEEPL_AUTH", "DICTIONARY", "ITEM", "LIBRE", "NATIVE_ROUTES", "ROUTES",
+    "STORE_ROUTES", "Route",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -291,7 +291,8 @@ class LimitsConfig(_Strict):
         description="A request of plain text of at most this many characters in all is "
         "planned (detected, tokenized, its prompt built) on the replica's event loop: "
         "bounded work, cheaper than the hop to a planning thread; longer texts and markup "
-        "are planned in the planning pool. 0: always the pool.",
+        "are planned in the planning pool; so are the messages of an OpenAI chat completion "
+        "(the chat template rendered, tokenized). 0: always the pool.",
     )
     stream_interval_s: float = Field(
         0.05,

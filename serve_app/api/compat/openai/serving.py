@@ -3,15 +3,20 @@ chat template (as vLLM's ``/v1/chat/completions`` does), generated ``n`` times, 
 service's admission control, deadline, metrics and character accounting.
 
 Everything that can fail (model name, lengths, the template, the context) fails before any
-engine work, as a 4xx. Rendering and tokenizing are proportional to the input and run in a
-worker thread. A streamed completion's producer task owns admission and the deadline (as
-``TranslationService``'s streams do): closing the stream cancels it, which aborts the engine
-requests.
+engine work, as a 4xx. Rendering and tokenizing are proportional to the input, so they are
+planned as the native API's texts are: after a check for free engine slots, a short input
+(``limits.inline_plan_chars``) on the event loop, a longer one in the service's bounded
+planning pool (``translation/planning.py``) under the request's deadline, refused at once
+(503 ``overloaded``, Retry-After) while the characters waiting for that pool would pass its
+bound. (Python's default executor, which they used, ran up to min(32, cores + 4) of them
+at once, each fighting the event loop for the GIL.) A streamed completion's producer task
+owns admission and the deadline (as ``TranslationService``'s streams do): closing the
+stream cancels it, which aborts the engine requests.
 """
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
 import logging
 import time
@@ -44,6 +49,7 @@ from serve_app.core.errors import InvalidRequest, ModelNotFound, ServiceError, T
 from serve_app.engine.protocol import Generation, GenerationChunk, GenerationRequest
 from serve_app.translation.families import ChatPrompt
 from serve_app.translation.piece import gather_all
+from serve_app.translation.planning import Budget
 from serve_app.translation.service import TranslationService
 
 # The metrics' language-pair labels of chat completions (they name no languages).
@@ -111,7 +117,7 @@ class ChatServing:
         if characters > limit:
             raise TextTooLong(f"The messages hold {characters} characters; at most {limit}.")
         self._check_biases(body)
-        prompt_ids = await asyncio.to_thread(self._encode, body)
+        prompt_ids = await self._encoded(body, characters)
         max_tokens = self._max_tokens(body, len(prompt_ids))
         s = self.service.flow.sampling
         overrides = {"temperature": body.temperature, "top_p": body.top_p}
@@ -137,7 +143,23 @@ class ChatServing:
                 f"to {vocab - 1}."
             )
 
-    def _encode(self, body: ChatCompletionRequest) -> list[int]:
+    async def _encoded(self, body: ChatCompletionRequest, characters: int) -> list[int]:
+        """The prompt's token ids, planned as ``TranslationService._plan`` plans a text: on
+        the loop up to ``limits.inline_plan_chars`` characters, else in the planning pool
+        (503 while its queue is full)."""
+        service = self.service
+        service.admission.check(body.n)  # a free slot per choice, before any work
+        if characters <= service.limits.inline_plan_chars:
+            return self._encode(body)
+        async with service.deadline(None) as budget:
+            job = functools.partial(self._encode, body)
+            (ids,) = await service.planner.run_all([job], [characters], budget)
+        return ids
+
+    def _encode(self, body: ChatCompletionRequest, budget: Budget | None = None) -> list[int]:
+        """The prompt's token ids (in a planning thread, checked against ``budget`` first)."""
+        if budget is not None:
+            budget.check()
         engine = self.service.engine
         # Chat templates know no "developer" role (OpenAI's newer name for system).
         roles = [("system" if m.role == "developer" else m.role) for m in body.messages]

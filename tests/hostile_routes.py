@@ -1,0 +1,133 @@
+"""The routes ``tests/hostile.py`` fuzzes, each with a valid request to break: the native
+API's, the compatibility APIs' (DeepL, LibreTranslate, OpenAI) and those over the store
+(glossaries, documents): every route of the app but FastAPI's own pages (``/openapi.json``,
+``/docs``, ``/redoc``). Kept apart from the strategies, so that a new route is one line in
+one of these lists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+DEEPL_AUTH = {"Authorization": "DeepL-Auth-Key fuzz"}
+LIBRE = "/libretranslate"
+ITEM = {"text": "Hello world", "source_lang": "en", "target_lang": "de"}
+
+
+@dataclass(frozen=True)
+class Route:
+    """A route and a valid request for it: ``fields`` (JSON or form) and how it is sent."""
+
+    method: str
+    path: str
+    api: str  # native, deepl, libre or openai: the error shape
+    fields: dict[str, Any]
+    kinds: tuple[str, ...] = ("json",)  # json, form, multipart, query
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+NATIVE_ROUTES = (
+    Route("POST", "/translate", "native", ITEM),
+    Route("POST", "/translate/stream", "native", ITEM),
+    Route("POST", "/translate/batch", "native", {"items": [ITEM, {**ITEM, "text": "Bye"}]}),
+    Route("GET", "/languages", "native", {}, ("query",)),
+    Route("GET", "/healthz", "native", {}, ("query",)),
+    Route("GET", "/readyz", "native", {}, ("query",)),
+    Route("GET", "/usage", "native", {}, ("query",)),
+    Route("GET", "/cache", "native", {}, ("query",)),
+    Route("GET", "/ui/config", "native", {}, ("query",)),
+    Route("GET", "/", "native", {}, ("query",)),
+    Route("GET", "/ui/static/app.js", "native", {}, ("query",)),
+    Route("GET", "/ui/static/missing.js", "native", {}, ("query",)),
+)
+COMPAT_ROUTES = (
+    Route(
+        "POST",
+        "/v2/translate",
+        "deepl",
+        {"text": ["Hello world"], "target_lang": "DE", "source_lang": "EN", "formality": "less"},
+        ("json", "form", "multipart"),
+        DEEPL_AUTH,
+    ),
+    Route("POST", "/v2/languages", "deepl", {"type": "target"}, ("json", "form"), DEEPL_AUTH),
+    Route("GET", "/v2/languages", "deepl", {"type": "source"}, ("query",), DEEPL_AUTH),
+    Route("POST", "/v2/usage", "deepl", {}, ("json", "form"), DEEPL_AUTH),
+    Route("GET", "/v2/usage", "deepl", {}, ("query",), DEEPL_AUTH),
+    Route(
+        "POST",
+        LIBRE + "/translate",
+        "libre",
+        {"q": "Hello world", "source": "en", "target": "de", "format": "text", "alternatives": 0},
+        ("json", "form", "multipart"),
+    ),
+    Route("POST", LIBRE + "/detect", "libre", {"q": "Hello world"}, ("json", "form")),
+    Route("GET", LIBRE + "/languages", "libre", {}, ("query",)),
+    Route("POST", LIBRE + "/languages", "libre", {}, ("json", "form")),
+    Route("GET", LIBRE + "/frontend/settings", "libre", {}, ("query",)),
+    Route(
+        "POST",
+        "/v1/chat/completions",
+        "openai",
+        {"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8},
+    ),
+    Route("GET", "/v1/models", "openai", {}, ("query",)),
+    Route("GET", "/v1/models/tiny", "openai", {}, ("query",)),
+    Route(
+        "POST",
+        "/v1/responses",
+        "openai",
+        {"model": "tiny", "input": "Hello", "instructions": "Into German.", "max_output_tokens": 8},
+    ),
+)
+DICTIONARY = {"source_lang": "en", "target_lang": "de", "entries": "cart\tWarenkorb"}
+PAIR = {"source_lang": "en", "target_lang": "de"}
+KEY = {"document_key": "k"}
+# No such glossary or document: their routes answer 404 (or the request's own 4xx).
+GLOSSARY = "0123456789abcdef"
+# Routes over the store: documents and glossaries.
+STORE_ROUTES = (
+    Route("POST", "/glossaries", "native", {"name": "g", "dictionaries": [DICTIONARY]}),
+    Route("GET", "/glossaries", "native", {}, ("query",)),
+    Route(
+        "POST",
+        "/v2/glossaries",
+        "deepl",
+        {"name": "g", "entries_format": "tsv", **DICTIONARY},
+        ("json", "form"),
+        DEEPL_AUTH,
+    ),
+    Route(
+        "POST",
+        "/v3/glossaries",
+        "deepl",
+        {"name": "g", "dictionaries": [DICTIONARY]},
+        ("json",),
+        DEEPL_AUTH,
+    ),
+    Route("GET", "/glossaries/" + GLOSSARY, "native", {}, ("query",)),
+    Route("GET", "/glossaries/" + GLOSSARY + "/entries", "native", PAIR, ("query",)),
+    Route("DELETE", "/glossaries/" + GLOSSARY, "native", {}, ("query",)),
+    Route("GET", "/v2/glossaries", "deepl", {}, ("query",), DEEPL_AUTH),
+    Route("GET", "/v2/glossaries/" + GLOSSARY, "deepl", {}, ("query",), DEEPL_AUTH),
+    Route("GET", "/v2/glossaries/" + GLOSSARY + "/entries", "deepl", {}, ("query",), DEEPL_AUTH),
+    Route("DELETE", "/v2/glossaries/" + GLOSSARY, "deepl", {}, ("query",), DEEPL_AUTH),
+    Route("GET", "/v3/glossaries", "deepl", {}, ("query",), DEEPL_AUTH),
+    Route("GET", "/v3/glossaries/" + GLOSSARY, "deepl", {}, ("query",), DEEPL_AUTH),
+    Route("GET", "/v3/glossaries/" + GLOSSARY + "/entries", "deepl", PAIR, ("query",), DEEPL_AUTH),
+    Route("DELETE", "/v3/glossaries/" + GLOSSARY, "deepl", {}, ("query",), DEEPL_AUTH),
+    Route("GET", "/v2/glossary-language-pairs", "deepl", {}, ("query",), DEEPL_AUTH),
+    Route("POST", "/v2/glossary-language-pairs", "deepl", {}, ("json", "form"), DEEPL_AUTH),
+    Route("POST", "/documents", "native", {"target_lang": "de"}, ("upload",)),
+    Route("GET", "/documents", "native", {}, ("query",)),
+    Route("GET", "/documents/0123456789abcdef", "native", {}, ("query",)),
+    Route("GET", "/documents/0123456789abcdef/result", "native", {}, ("query",)),
+    Route("DELETE", "/documents/0123456789abcdef", "native", {}, ("query",)),
+    Route("POST", "/v2/document", "deepl", {"target_lang": "DE"}, ("upload",), DEEPL_AUTH),
+    Route("POST", "/v2/document/abc", "deepl", KEY, ("json", "form"), DEEPL_AUTH),
+    Route("GET", "/v2/document/abc", "deepl", KEY, ("query",), DEEPL_AUTH),
+    Route("POST", "/v2/document/abc/result", "deepl", KEY, ("json", "form"), DEEPL_AUTH),
+    Route("GET", "/v2/document/abc/result", "deepl", KEY, ("query",), DEEPL_AUTH),
+    Route("POST", LIBRE + "/translate_file", "libre", {"target": "de"}, ("upload",)),
+    Route("GET", LIBRE + "/download_file/abc.txt", "libre", {}, ("query",)),
+)
+ROUTES = NATIVE_ROUTES + COMPAT_ROUTES
