@@ -431,7 +431,8 @@ def context(ns: argparse.Namespace) -> BenchContext:
         replicas=ns.replicas,
         ray_serve_llm_pythonpath=ns.ray_serve_llm_pythonpath,
         stream=ns.stream,
-        engine_for=engine_for(ns.engine_for),
+        # bench.scaling and bench.ramp share this context; their parsers take no --engine-for.
+        engine_for=engine_for(getattr(ns, "engine_for", [])),
     )
 
 
