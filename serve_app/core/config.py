@@ -72,7 +72,9 @@ class EngineConfig(_Strict):
         description="vLLM's compilation_config.cudagraph_mode. FULL runs the steps that mix "
         "decodes with a prefill as one CUDA graph where the attention backend can (FA3 on "
         "Hopper): 1.35x the RPS of vLLM's FULL_AND_PIECEWISE on an H100 (bench/results/"
-        "2026-12-07-h100-full-cudagraphs); vLLM falls back to its default elsewhere. None: "
+        "2026-12-07-h100-full-cudagraphs). Where the attention backend graphs only uniform "
+        "decode batches (FA2, FlashInfer), vLLM 0.26 falls back to FULL_AND_PIECEWISE with a "
+        "warning; with a backend that supports no full graph it refuses to start. None: "
         "vLLM's default.",
     )
     load_format: str = Field(
@@ -101,6 +103,16 @@ class EngineConfig(_Strict):
         le=256,
         description="With admission_group > 1: the most engine steps waiting requests are held "
         "back while fewer places than the group are free.",
+    )
+    admission_group_full_graphs: int = Field(
+        1,
+        ge=1,
+        le=256,
+        description="The admission group where the engine runs steps that mix decodes with a "
+        "prefill as whole CUDA graphs (cudagraph_mode resolved to FULL, e.g. FA3 on Hopper): "
+        "such a step costs about a decode step, so holding places buys nothing (an H100: 0.93x "
+        "vllm serve's RPS with 4, 0.976x with 1, bench/results/2026-12-07-h100-full-item1). "
+        "admission_group applies where they run piecewise (the fallback on other GPUs).",
     )
     trust_remote_code: bool = Field(False, description="Allow model code from the hub.")
     hf_token_env: str = Field(
@@ -189,7 +201,9 @@ class EngineConfig(_Strict):
 
         kwargs = self.engine_kwargs()
         settings = AdmissionSettings(
-            group=self.admission_group, max_hold_steps=self.admission_max_hold_steps
+            group=self.admission_group,
+            max_hold_steps=self.admission_max_hold_steps,
+            full_graph_group=self.admission_group_full_graphs,
         )
         return {**kwargs, **engine_args(settings, kwargs.get("additional_config") or {})}
 

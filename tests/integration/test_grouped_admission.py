@@ -149,6 +149,24 @@ def test_the_factory_follows_the_engines_async_choice(tiny_model_dir: Path) -> N
         assert scheduler.admission.group == 4
 
 
+def test_an_engine_with_full_graph_mixed_steps_takes_the_full_graph_group(
+    tiny_model_dir: Path,
+) -> None:
+    """The scheduler reads the cudagraph mode vLLM resolved on its own config (the worker's
+    fallback included): FULL gives the full-graph group, vLLM's default keeps the group."""
+    from vllm.config.compilation import CUDAGraphMode
+
+    for mode, group in ((CUDAGraphMode.FULL, 1), (CUDAGraphMode.FULL_AND_PIECEWISE, 4)):
+        parts = scheduler_parts(tiny_model_dir, group=4, hold=8)
+        parts["vllm_config"].compilation_config.cudagraph_mode = mode
+        scheduler = grouped_admission_scheduler(**parts)
+        assert scheduler.admission.group == group, mode
+        add_requests(scheduler, SEQS + 2)
+        assert admitted(scheduler) == SEQS
+        finish(scheduler, 1)
+        assert admitted(scheduler) == (1 if group == 1 else 0)  # held only with a group
+
+
 async def test_the_engine_serves_every_request_with_grouped_admission(
     tiny_model_dir: Path,
 ) -> None:
@@ -161,7 +179,11 @@ async def test_the_engine_serves_every_request_with_grouped_admission(
         # What the engine core process was given (it imports the scheduler by this name).
         vllm_config = engine._llm.vllm_config
         assert vllm_config.scheduler_config.scheduler_cls == SCHEDULER
-        assert vllm_config.additional_config[CONFIG_KEY] == {"group": 3, "max_hold_steps": 4}
+        assert vllm_config.additional_config[CONFIG_KEY] == {
+            "group": 3,
+            "max_hold_steps": 4,
+            "full_graph_group": 1,
+        }
         prompt = engine.encode(RawPrompt("Translate: the quick brown fox"))
         lengths = [5 + 3 * i for i in range(12)]
         jobs = [

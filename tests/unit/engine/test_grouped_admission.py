@@ -14,6 +14,7 @@ from serve_app.engine.grouped_admission import (
     engine_args,
     grouped_admission_scheduler,
     holds,
+    mixed_steps_graphed,
     streams,
 )
 
@@ -47,7 +48,49 @@ def test_engine_args_only_for_a_group() -> None:
     assert engine_args(AdmissionSettings(), {"x": 1}) == {}
     args = engine_args(FOUR, {"x": 1})
     assert args["scheduler_cls"] == SCHEDULER
-    assert args["additional_config"] == {"x": 1, CONFIG_KEY: {"group": 4, "max_hold_steps": 8}}
+    assert args["additional_config"] == {
+        "x": 1,
+        CONFIG_KEY: {"group": 4, "max_hold_steps": 8, "full_graph_group": 1},
+    }
+    # A group only where mixed steps are full graphs still needs the scheduler.
+    assert engine_args(AdmissionSettings(full_graph_group=3), {})["scheduler_cls"] == SCHEDULER
+
+
+def _engine(mode_name: str | None) -> object:
+    """A vLLM config as the scheduler sees it, with vLLM's own CUDAGraphMode resolved."""
+    from types import SimpleNamespace
+
+    from vllm.config.compilation import CUDAGraphMode
+
+    mode = None if mode_name is None else CUDAGraphMode[mode_name]
+    return SimpleNamespace(compilation_config=SimpleNamespace(cudagraph_mode=mode))
+
+
+@pytest.mark.parametrize(
+    ("mode", "graphed"),
+    [
+        ("FULL", True),  # FA3 on Hopper: every step one graph
+        ("FULL_AND_PIECEWISE", False),  # vLLM's default: mixed steps piecewise
+        ("FULL_DECODE_ONLY", False),
+        ("PIECEWISE", False),
+        ("NONE", False),  # eager, and the CPU engine
+        (None, False),
+    ],
+)
+def test_mixed_steps_graphed_reads_vllms_resolved_mode(mode: str | None, graphed: bool) -> None:
+    assert mixed_steps_graphed(_engine(mode)) is graphed
+
+
+def test_each_engine_gets_the_group_for_its_graphs() -> None:
+    """FULL asked on a GPU whose attention backend falls back to FULL_AND_PIECEWISE keeps
+    the group: the scheduler reads the mode vLLM resolved, not the one configured."""
+    asked = AdmissionSettings(group=4, max_hold_steps=8, full_graph_group=1)
+    assert asked.for_engine(_engine("FULL")).group == 1
+    assert asked.for_engine(_engine("FULL_AND_PIECEWISE")).group == 4
+    assert asked.for_engine(_engine("NONE")).group == 4
+    assert asked.for_engine(object()).group == 4  # no compilation config: as configured
+    full_four = AdmissionSettings(group=1, full_graph_group=4)
+    assert full_four.for_engine(_engine("FULL")).group == 4
 
 
 def test_scheduler_path_names_the_factory() -> None:
@@ -67,7 +110,7 @@ def test_serving_adds_the_scheduler_but_a_peer_gets_vllm_as_shipped() -> None:
     assert serving["scheduler_cls"] == SCHEDULER
     assert serving["additional_config"] == {
         "other": True,
-        CONFIG_KEY: {"group": 4, "max_hold_steps": 6},
+        CONFIG_KEY: {"group": 4, "max_hold_steps": 6, "full_graph_group": 1},
     }
     peer = config.engine_kwargs()  # what `vllm serve` and the raw engine get in the bench
     assert "scheduler_cls" not in peer
@@ -81,7 +124,9 @@ def test_settings_are_validated(bad: dict[str, object]) -> None:
         AdmissionSettings.model_validate(bad)
 
 
-@pytest.mark.parametrize("field", ["admission_group", "admission_max_hold_steps"])
+@pytest.mark.parametrize(
+    "field", ["admission_group", "admission_max_hold_steps", "admission_group_full_graphs"]
+)
 def test_config_bounds(field: str) -> None:
     with pytest.raises(ValidationError):
         EngineConfig(**{field: -1})  # type: ignore[arg-type]
