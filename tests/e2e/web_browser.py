@@ -46,6 +46,45 @@ WATCH_OUTPUT = """() => {
   new MutationObserver(() => window.__shown.push(output.textContent))
     .observe(output, {childList: true, characterData: true, subtree: true});
 }"""
+# The page's /translate/stream bodies handed to it one server-sent event per read, each
+# event kept in window.__events (a list per stream). The bytes are the server's, in its order;
+# only the network's grouping is undone. How the network groups them is timing: with the
+# random model's ~30 tokens a stream lasts ~0.1-0.2 s, and a loaded machine that leaves the
+# browser's processes no turn for that long hands the page the whole stream in one read, which
+# the page rightly shows at once. Read event by event, what #output shows after each event is
+# the page's doing alone. (An init script: the page's CSP does not apply to it.)
+EVENT_BY_EVENT = """(() => {
+  window.__events = [];
+  const fetched = window.fetch;
+  window.fetch = async (...args) => {
+    const response = await fetched(...args);
+    if (!String(args[0]).endsWith("/translate/stream") || !response.ok || !response.body) {
+      return response;
+    }
+    const events = [];
+    window.__events.push(events);
+    const decoder = new TextDecoder();
+    const encoder = new TextEncoder();
+    let buffer = "";
+    const oneByOne = new TransformStream({
+      transform(chunk, controller) {
+        buffer += decoder.decode(chunk, {stream: true});
+        let end;
+        while ((end = buffer.indexOf("\\n\\n")) >= 0) {
+          const block = buffer.slice(0, end + 2);
+          buffer = buffer.slice(end + 2);
+          events.push(block);
+          controller.enqueue(encoder.encode(block));
+        }
+      },
+      flush(controller) {
+        if (buffer) controller.enqueue(encoder.encode(buffer));
+      },
+    });
+    const {status, statusText, headers} = response;
+    return new Response(response.body.pipeThrough(oneByOne), {status, statusText, headers});
+  };
+})();"""
 
 
 def keyed_demo_config(workdir: Path, port: int) -> dict[str, Any]:
