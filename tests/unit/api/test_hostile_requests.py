@@ -22,6 +22,7 @@ from serve_app.api.app import create_app
 from serve_app.core.config import AppConfig
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.documents.replica import ReplicaDocuments
+from serve_app.store import Store
 from serve_app.store.sqlite import open_sqlite
 from serve_app.translation.service import TranslationService
 from tests import hostile
@@ -61,7 +62,7 @@ class Harness:
 def harness(tmp_path: Path, **security: Any) -> Iterator[Harness]:
     loop = asyncio.new_event_loop()
 
-    async def build() -> tuple[httpx.AsyncClient, ReplicaDocuments]:
+    async def build() -> tuple[httpx.AsyncClient, ReplicaDocuments, Store]:
         service = TranslationService(
             AppConfig.model_validate({**ARGS, "security": security}), FakeEngine()
         )
@@ -73,14 +74,17 @@ def harness(tmp_path: Path, **security: Any) -> Iterator[Harness]:
         documents = ReplicaDocuments(service, store, docs, "r1")
         app = create_app(service, store=store, documents=documents)
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        return httpx.AsyncClient(transport=transport, base_url="http://t"), documents
+        return httpx.AsyncClient(transport=transport, base_url="http://t"), documents, store
 
-    client, documents = loop.run_until_complete(build())
+    client, documents, store = loop.run_until_complete(build())
     try:
         yield Harness(loop, client)
     finally:
         loop.run_until_complete(documents.stop())
         loop.run_until_complete(client.aclose())
+        # Its connection's thread is not a daemon: left open, a failing case (whose
+        # traceback keeps the store alive) held pytest at exit forever, unreported.
+        loop.run_until_complete(store.close())
         loop.close()
 
 
