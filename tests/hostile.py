@@ -11,6 +11,10 @@ content type changed; forms and multipart bodies likewise (invalid percent-escap
 repeated fields, files where text is expected). JSON is written as raw text, so what a JSON
 encoder refuses to write (NaN, huge numbers, duplicate keys) is sent too.
 
+Cases of the store's routes name a glossary or document no store made (``ABSENT_IDS``);
+half of them are marked ``real``: a harness that created a real glossary and document job
+sends those with their ids (``with_ids``), so that the handlers run past their 404.
+
 The check (``check_answer``): no 5xx but a 503 (with ``Retry-After``) or 504, and every
 error in the called API's own shape: native ``{"error": {"code", "message"}}``, DeepL
 ``{"message"}``, LibreTranslate ``{"error"}``.
@@ -19,16 +23,21 @@ error in the called API's own shape: native ``{"error": {"code", "message"}}``, 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote_from_bytes
 
 from hypothesis import strategies as st
 
 from tests.hostile_routes import (
+    ABSENT_IDS,
     COMPAT_ROUTES,
     DEEPL_AUTH,
     DICTIONARY,
+    DOCUMENT,
+    DOCUMENT_KEY,
+    GLOSSARY,
     ITEM,
     LIBRE,
     NATIVE_ROUTES,
@@ -39,8 +48,8 @@ from tests.hostile_routes import (
 
 # The routes (``tests/hostile_routes.py``), for the modules that fuzz them through this one.
 __all__ = [
-    "COMPAT_ROUTES", "DEEPL_AUTH", "DICTIONARY", "ITEM", "LIBRE", "NATIVE_ROUTES", "ROUTES",
-    "STORE_ROUTES", "Route",
+    "ABSENT_IDS", "COMPAT_ROUTES", "DEEPL_AUTH", "DICTIONARY", "DOCUMENT", "DOCUMENT_KEY",
+    "GLOSSARY", "ITEM", "LIBRE", "NATIVE_ROUTES", "ROUTES", "STORE_ROUTES", "Route",
 ]  # fmt: skip
 
 
@@ -51,13 +60,25 @@ class Case:
     headers: dict[str, str | bytes]
     query: str = ""
     expect: int | None = None  # the status it must get, when one is known
+    real: bool = False  # to be sent with a real glossary's and document's ids (``with_ids``)
 
     @property
     def url(self) -> str:
         return self.route.path + (f"?{self.query}" if self.query else "")
 
     def __repr__(self) -> str:  # hypothesis prints failing cases: keep it readable
-        return f"Case({self.route.method} {self.url} {self.headers} {self.body[:300]!r})"
+        real = " (real ids)" if self.real else ""
+        return f"Case({self.route.method} {self.url}{real} {self.headers} {self.body[:300]!r})"
+
+
+def with_ids(case: Case, ids: Mapping[str, str]) -> Case:
+    """``case`` with each id of ``ABSENT_IDS`` that ``ids`` maps replaced, in its path, its
+    query and its body (those a mutation broke stay as they are: other ids)."""
+    path, query, body = case.route.path, case.query, case.body
+    for absent, real in ids.items():
+        path, query = path.replace(absent, real), query.replace(absent, real)
+        body = body.replace(absent.encode(), real.encode())
+    return replace(case, route=replace(case.route, path=path), query=query, body=body)
 
 
 # -- hostile JSON values, as raw JSON text ---------------------------------------------------
@@ -349,7 +370,8 @@ def cases(draw: st.DrawFn, routes: tuple[Route, ...]) -> Case:
     if draw(st.integers(0, 9)) == 0:
         name = draw(st.sampled_from(sorted(HOSTILE_HEADERS)))
         headers[name] = draw(st.sampled_from(HOSTILE_HEADERS[name]))
-    return Case(route, body, headers, query_text)
+    real = route.names_an_id() and draw(st.booleans())
+    return Case(route, body, headers, query_text, real=real)
 
 
 # -- the check ---------------------------------------------------------------------------------

@@ -2,7 +2,13 @@
 API's, the compatibility APIs' (DeepL, LibreTranslate, OpenAI) and those over the store
 (glossaries, documents): every route of the app but FastAPI's own pages (``/openapi.json``,
 ``/docs``, ``/redoc``). Kept apart from the strategies, so that a new route is one line in
-one of these lists."""
+one of these lists.
+
+The store's routes name a glossary or a document by ids no store made (``ABSENT_IDS``): as
+they are, their handlers answer 404 before any of their own code runs. A harness that
+created a real glossary and document job swaps these ids for theirs in a share of the cases
+(``tests/hostile.py``, ``Case.real``, ``with_ids``), so that the code behind the 404 is
+fuzzed too."""
 
 from __future__ import annotations
 
@@ -24,6 +30,12 @@ class Route:
     fields: dict[str, Any]
     kinds: tuple[str, ...] = ("json",)  # json, form, multipart, query
     headers: dict[str, str] = field(default_factory=dict)
+
+    def names_an_id(self) -> bool:
+        """Whether its path or fields name a glossary, a document or a document key (of
+        ``ABSENT_IDS``), which a harness may swap for a real one's."""
+        where = self.path + repr(self.fields)
+        return any(absent in where for absent in ABSENT_IDS)
 
 
 NATIVE_ROUTES = (
@@ -81,9 +93,14 @@ COMPAT_ROUTES = (
 )
 DICTIONARY = {"source_lang": "en", "target_lang": "de", "entries": "cart\tWarenkorb"}
 PAIR = {"source_lang": "en", "target_lang": "de"}
-KEY = {"document_key": "k"}
-# No such glossary or document: their routes answer 404 (or the request's own 4xx).
+# No such glossary or document (or key): their routes answer 404 (or the request's own 4xx),
+# unless a harness swaps them for a real glossary's and document's (``ABSENT_IDS``). Only
+# letters and digits: they read the same in a path, a query, a form and JSON.
 GLOSSARY = "0123456789abcdef"
+DOCUMENT = "fedcba9876543210"
+DOCUMENT_KEY = "fuzzdocumentkey0"
+ABSENT_IDS = (GLOSSARY, DOCUMENT, DOCUMENT_KEY)
+KEY = {"document_key": DOCUMENT_KEY}
 # Routes over the store: documents and glossaries.
 STORE_ROUTES = (
     Route("POST", "/glossaries", "native", {"name": "g", "dictionaries": [DICTIONARY]}),
@@ -119,15 +136,17 @@ STORE_ROUTES = (
     Route("POST", "/v2/glossary-language-pairs", "deepl", {}, ("json", "form"), DEEPL_AUTH),
     Route("POST", "/documents", "native", {"target_lang": "de"}, ("upload",)),
     Route("GET", "/documents", "native", {}, ("query",)),
-    Route("GET", "/documents/0123456789abcdef", "native", {}, ("query",)),
-    Route("GET", "/documents/0123456789abcdef/result", "native", {}, ("query",)),
-    Route("DELETE", "/documents/0123456789abcdef", "native", {}, ("query",)),
+    Route("GET", "/documents/" + DOCUMENT, "native", {}, ("query",)),
+    Route("GET", "/documents/" + DOCUMENT + "/result", "native", {}, ("query",)),
+    Route("DELETE", "/documents/" + DOCUMENT, "native", {}, ("query",)),
     Route("POST", "/v2/document", "deepl", {"target_lang": "DE"}, ("upload",), DEEPL_AUTH),
-    Route("POST", "/v2/document/abc", "deepl", KEY, ("json", "form"), DEEPL_AUTH),
-    Route("GET", "/v2/document/abc", "deepl", KEY, ("query",), DEEPL_AUTH),
-    Route("POST", "/v2/document/abc/result", "deepl", KEY, ("json", "form"), DEEPL_AUTH),
-    Route("GET", "/v2/document/abc/result", "deepl", KEY, ("query",), DEEPL_AUTH),
+    Route("POST", "/v2/document/" + DOCUMENT, "deepl", KEY, ("json", "form"), DEEPL_AUTH),
+    Route("GET", "/v2/document/" + DOCUMENT, "deepl", KEY, ("query",), DEEPL_AUTH),
+    Route(
+        "POST", "/v2/document/" + DOCUMENT + "/result", "deepl", KEY, ("json", "form"), DEEPL_AUTH
+    ),
+    Route("GET", "/v2/document/" + DOCUMENT + "/result", "deepl", KEY, ("query",), DEEPL_AUTH),
     Route("POST", LIBRE + "/translate_file", "libre", {"target": "de"}, ("upload",)),
-    Route("GET", LIBRE + "/download_file/abc.txt", "libre", {}, ("query",)),
+    Route("GET", LIBRE + "/download_file/" + DOCUMENT + ".txt", "libre", {}, ("query",)),
 )
 ROUTES = NATIVE_ROUTES + COMPAT_ROUTES

@@ -153,8 +153,17 @@ def _respond(
     fmt = _api_of(request).format
     if fmt is not None:
         status, body = fmt(status, code, message)
-        return JSONResponse(body, status_code=status, headers=headers)
-    return JSONResponse(error_body(code, message), status_code=status, headers=headers)
+    else:
+        body = error_body(code, message)
+    return JSONResponse(body, status_code=status, headers=_with_retry_after(status, headers))
+
+
+def _with_retry_after(status: int, headers: Mapping[str, str] | None) -> dict[str, str] | None:
+    """``headers``, with a Retry-After for a 503 that has none: also one an API's format
+    made a 503 (DeepL's not-ready download was a 409 before it; it went without one)."""
+    if status != 503 or any(k.lower() == "retry-after" for k in headers or {}):
+        return dict(headers) if headers else None
+    return {**(headers or {}), "Retry-After": str(UNAVAILABLE_RETRY_AFTER_S)}
 
 
 def _request_id(request: Request) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from ray import serve
 
 from serve_app.core.errors import ServiceError, StoreUnavailable
-from serve_app.core.store_config import StoreConfig
+from serve_app.core.store_config import StoreConfig, StoreLimits
 from serve_app.store.factory import clean_periodically, open_local_store
 from serve_app.store.protocol import (
     ApiKey,
@@ -79,8 +79,15 @@ class StoreDeployment:
 class RemoteStore(Store):
     """The ``Store`` of a ``StoreDeployment``, through a Serve deployment handle."""
 
-    def __init__(self, handle: Any, timeout_s: float = CALL_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        handle: Any,
+        limits: StoreLimits | None = None,
+        timeout_s: float = CALL_TIMEOUT_S,
+    ) -> None:
+        """``limits``: the deployment's (the same ``store.limits`` of the config)."""
         self.handle = handle
+        self.limits = limits or StoreLimits()
         self.timeout_s = timeout_s
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:

@@ -41,7 +41,7 @@ async def store_for_replica(config: StoreConfig, handle: Any | None) -> Store:
             raise ValueError("a SQLite store is reached through the StoreDeployment's handle")
         from serve_app.store.deployment import RemoteStore
 
-        return RemoteStore(handle)
+        return RemoteStore(handle, config.limits)
     return await open_local_store(config)
 
 

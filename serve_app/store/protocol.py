@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from serve_app.core.store_config import StoreLimits
+
 # --- glossaries ---------------------------------------------------------------------------
 
 
@@ -164,6 +166,10 @@ class CleanupReport:
 class Store(ABC):
     """Shared state of the fleet. Implementations: ``SqliteStore``, ``PostgresStore``, and
     ``RemoteStore`` (a handle to the one ``StoreDeployment`` that owns a SQLite store)."""
+
+    # The limits its writes are held to (config ``store.limits``): callers refuse what
+    # passes a cheap one (a glossary's dictionary count) before costly work on the input.
+    limits: StoreLimits
 
     # lifecycle
 

@@ -91,16 +91,23 @@ def check_dictionary(d: GlossaryDictionary, limits: StoreLimits) -> GlossaryDict
     return GlossaryDictionary(source_lang, target_lang, tuple(entries))
 
 
+def check_dictionary_count(count: int, limits: StoreLimits) -> None:
+    """``GlossaryTooLarge`` (413) for one glossary of more dictionaries than
+    ``max_glossary_dictionaries``. Callers check it before reading the dictionaries: 3,000
+    of them were parsed and their codes resolved, only to be refused here."""
+    if count > limits.max_glossary_dictionaries:
+        raise GlossaryTooLarge(
+            f"The glossary has {count} dictionaries (language pairs); at most "
+            f"{limits.max_glossary_dictionaries} are allowed."
+        )
+
+
 def check_dictionaries(
     dictionaries: Sequence[GlossaryDictionary], limits: StoreLimits
 ) -> list[GlossaryDictionary]:
     if not dictionaries:
         raise InvalidGlossary("A glossary needs at least one dictionary of entries.")
-    if len(dictionaries) > limits.max_glossary_dictionaries:
-        raise GlossaryTooLarge(
-            f"The glossary has {len(dictionaries)} dictionaries (language pairs); at most "
-            f"{limits.max_glossary_dictionaries} are allowed."
-        )
+    check_dictionary_count(len(dictionaries), limits)
     total = sum(len(d.entries) for d in dictionaries)
     if total > limits.max_glossary_entries:
         raise GlossaryTooLarge(

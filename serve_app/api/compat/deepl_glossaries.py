@@ -26,6 +26,7 @@ from serve_app.api.glossaries import NewDictionary, create_glossary, glossary_st
 from serve_app.api.glossary_entries import to_tsv, written_async
 from serve_app.core.errors import GlossaryNotFound, InvalidRequest
 from serve_app.store import Glossary
+from serve_app.store.validation import check_dictionary_count
 from serve_app.translation.service import TranslationService
 
 RequireAuth = Callable[[Request, Params], None]
@@ -166,6 +167,7 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
         raw = params.get("dictionaries") or []
         if not raw or not all(isinstance(d, dict) for d in raw):
             raise InvalidRequest("Parameter 'dictionaries' must be a list of objects.")
+        check_dictionary_count(len(raw), glossary_store(request, service).limits)
         dictionaries = [_dictionary(d) for d in raw]
         return v3_info(await create_glossary(request, service, name, dictionaries))
 

@@ -25,6 +25,7 @@ from serve_app.store.sql.database import Database
 class SqlStore(Store):
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.limits = db.limits
 
     async def close(self) -> None:
         await self.db.close()

@@ -112,6 +112,40 @@ async def test_entries_from_a_list_csv_and_several_pairs(client: httpx.AsyncClie
     assert r.json()["entries"] == [{"source": "cart", "target": "panier"}]
 
 
+@pytest.mark.parametrize(
+    "pair",
+    [
+        {"source_lang": "en"},
+        {"target_lang": "de"},
+        {"source_lang": "en", "target_lang": " "},
+        {"source_lang": "", "target_lang": "de"},
+    ],
+)
+async def test_native_entries_refuse_half_a_pair(
+    client: httpx.AsyncClient, pair: dict[str, str]
+) -> None:
+    """One of source_lang / target_lang is a 400: it was answered with the glossary's own
+    pair, whatever the one given said (``target_lang=fr`` of an en->de glossary: its
+    German entries)."""
+    g = await create(client)
+    r = await client.get(f"/glossaries/{g['id']}/entries", params=pair, headers=A)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == "invalid_glossary"
+    missing = "target_lang" if pair.get("source_lang", "").strip() else "source_lang"
+    assert f"give {missing} too" in r.json()["error"]["message"]
+
+
+async def test_native_entries_with_both_languages_or_neither(client: httpx.AsyncClient) -> None:
+    g = await create(client)
+    url = f"/glossaries/{g['id']}/entries"
+    neither = (await client.get(url, headers=A)).json()
+    both = await client.get(url, params={"source_lang": "EN", "target_lang": "de"}, headers=A)
+    assert neither == both.json()
+    assert (neither["source_lang"], neither["target_lang"]) == ("en", "de")
+    other = await client.get(url, params={"source_lang": "en", "target_lang": "fr"}, headers=A)
+    assert other.status_code == 404
+
+
 async def test_glossary_id_applies_on_every_native_route(client: httpx.AsyncClient) -> None:
     g = await create(client)
     item = {"text": "Your cart is full", "source_lang": "en", "target_lang": "de"}
@@ -317,6 +351,35 @@ async def test_deepl_v3_multilingual_glossaries(client: httpx.AsyncClient) -> No
     missing = await client.get(f"/v3/glossaries/{g['glossary_id']}", headers=DEEPL_A)
     assert missing.status_code == 404
     assert set(missing.json()) == {"message"}
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({}, "source_lang"),
+        ({"source_lang": "EN"}, "target_lang"),
+        ({"target_lang": "DE"}, "source_lang"),
+        ({"source_lang": "EN", "target_lang": ""}, "target_lang"),
+    ],
+)
+async def test_deepl_v3_entries_need_both_languages(
+    client: httpx.AsyncClient, params: dict[str, str], named: str
+) -> None:
+    """DeepL's v3 entries take the pair as required query parameters (deepl-python's
+    ``get_multilingual_glossary_entries`` always sends both; DeepL's mock server answers
+    400 "Parameter '...' not specified" without one), even for a glossary of one pair."""
+    body = {"name": "one", "dictionaries": [
+        {"source_lang": "EN", "target_lang": "DE", "entries": "cart\tWarenkorb"}]}  # fmt: skip
+    g = (await client.post("/v3/glossaries", json=body, headers=DEEPL_A)).json()
+    url = f"/v3/glossaries/{g['glossary_id']}/entries"
+    r = await client.get(url, params=params, headers=DEEPL_A)
+    assert r.status_code == 400, r.text
+    assert r.json() == {"message": f"Parameter '{named}' not specified."}
+    lacking = await client.get(
+        url, params={"source_lang": "EN", "target_lang": "FR"}, headers=DEEPL_A
+    )
+    assert lacking.status_code == 404
+    assert set(lacking.json()) == {"message"}
 
 
 async def test_without_store_or_glossary_support_it_is_a_400() -> None:

@@ -51,30 +51,61 @@ async def client(store: Store) -> AsyncIterator[httpx.AsyncClient]:
         yield c
 
 
-@pytest.mark.parametrize(("path", "headers"), [("/glossaries", {}), ("/v3/glossaries", DEEPL)])
-async def test_many_dictionaries_are_read_off_the_event_loop(
-    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, path: str, headers: dict[str, str]
-) -> None:
-    """3,000 one-entry dictionaries (500 copies of six pairs): their codes were resolved
-    on the event loop (12,000 of them held it 0.45 s) before the store refused them."""
-    on_loop = []
-    resolve = glossaries.stored_code
+def record_reading(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    """What reads a new glossary's dictionaries (parsing entries, resolving codes), each
+    with whether it ran on the event loop's thread."""
+    calls: list[tuple[str, bool]] = []
+    resolve, parse = glossaries.stored_code, glossaries.parse_entries
 
-    def recorded(service: TranslationService, code: str) -> str:
-        on_loop.append(threading.current_thread() is threading.main_thread())
+    def resolved(service: TranslationService, code: str) -> str:
+        calls.append(("resolve", threading.current_thread() is threading.main_thread()))
         return resolve(service, code)
 
-    monkeypatch.setattr(glossaries, "stored_code", recorded)
+    def parsed(data: str, fmt: str) -> glossaries.Entries:
+        calls.append(("parse", threading.current_thread() is threading.main_thread()))
+        return parse(data, fmt)
+
+    monkeypatch.setattr(glossaries, "stored_code", resolved)
+    monkeypatch.setattr(glossaries, "parse_entries", parsed)
+    return calls
+
+
+@pytest.mark.parametrize(("path", "headers"), [("/glossaries", {}), ("/v3/glossaries", DEEPL)])
+async def test_too_many_dictionaries_are_refused_before_any_is_read(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, path: str, headers: dict[str, str]
+) -> None:
+    """3,000 one-entry dictionaries (500 copies of six pairs) against a limit of 4: all
+    were parsed and their codes resolved (in a worker thread) before the store counted
+    them. Now the count is checked first, with the same 413."""
+    calls = record_reading(monkeypatch)
     body = {"name": "wide", "dictionaries": dictionaries(TARGETS, 500)}
     r = await client.post(path, json=body, headers=headers)
     assert r.status_code == 413, r.text
     message = r.json()["message"] if headers else r.json()["error"]["message"]
     assert "3000 dictionaries (language pairs); at most 4" in message
-    assert on_loop
-    assert not any(on_loop)
+    assert calls == []
     few = {"name": "few", "dictionaries": dictionaries(["de"])}
     r = await client.post(path, json=few, headers=headers)
-    assert r.status_code == 201, r.text  # a few are read on the loop
+    assert r.status_code == 201, r.text
+    assert calls == [("parse", True), ("resolve", True), ("resolve", True)]  # few: on the loop
+
+
+@pytest.mark.parametrize(("path", "headers"), [("/glossaries", {}), ("/v3/glossaries", DEEPL)])
+async def test_long_dictionaries_are_read_off_the_event_loop(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, path: str, headers: dict[str, str]
+) -> None:
+    """Four dictionaries of 1,500 entries each (over 50,000 characters to parse): read in
+    a worker thread, not on the event loop."""
+    calls = record_reading(monkeypatch)
+    long = "\n".join(f"term{i}\tWort{i}" for i in range(1500))
+    body = {
+        "name": "long",
+        "dictionaries": [{**d, "entries": long} for d in dictionaries(TARGETS[:4])],
+    }
+    r = await client.post(path, json=body, headers=headers)
+    assert r.status_code == 201, r.text
+    assert len(calls) == 4 + 8
+    assert not any(on_loop for _, on_loop in calls)
 
 
 async def test_an_owners_dictionaries_are_bounded_in_each_apis_shape(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -110,3 +111,51 @@ async def test_large_requests_beyond_the_pool_queue_are_refused_at_once(
     engine.release.set()
     assert [(await t).status_code for t in first] == [200, 200]
     assert service.planner.pending_chars == 0
+
+
+class SlowEncoder(FakeEngine):
+    """A large prompt takes ``ENCODE_S`` to encode (a long template rendering); every
+    generation is held (an engine that never answers in time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hold = asyncio.Event()
+
+    def encode(self, prompt: Prompt) -> list[int]:
+        ids = super().encode(prompt)
+        if len(ids) >= LARGE:
+            time.sleep(ENCODE_S)  # in a planning thread
+        return ids
+
+
+TIMEOUT_S = 1.0  # limits.request_timeout_s
+ENCODE_S = 0.8
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_encoding_and_completion_share_the_requests_deadline(stream: bool) -> None:
+    """The encoding (0.8 s) and the completion had a deadline each (1 s from when each
+    began), so a request that the engine did not answer ended after 1.8 s, not 1 s. Now
+    the completion ends at the request's deadline, counted from its arrival (a 504, or the
+    stream's error event), and its engine request is aborted."""
+    engine = SlowEncoder()
+    limits = {**LIMITS, "request_timeout_s": TIMEOUT_S}
+    config = AppConfig.model_validate({"prompt": {"family": "chat"}, "limits": limits})
+    service = TranslationService(config, engine)
+    await service.start()
+    transport = httpx.ASGITransport(app=create_app(service), raise_app_exceptions=False)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            began = time.monotonic()
+            r = await http.post("/v1/chat/completions", json=chat(LARGE) | {"stream": stream})
+            took = time.monotonic() - began
+    finally:
+        service.shutdown()
+    if stream:
+        assert r.status_code == 200
+        assert '"code": "deadline_exceeded"' in r.text, r.text
+    else:
+        assert r.status_code == 504, r.text
+    assert engine.requests, "the completion was started"
+    assert engine.cancelled, "its engine request was aborted"
+    assert TIMEOUT_S <= took < TIMEOUT_S + ENCODE_S / 2, took

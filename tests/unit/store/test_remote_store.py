@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from serve_app.core.errors import GlossaryNotFound, QuotaExceeded, StoreUnavailable
-from serve_app.store import GlossaryDictionary, StoreConfig
+from serve_app.store import GlossaryDictionary, StoreConfig, StoreLimits
 from serve_app.store.apikeys import digest
 from serve_app.store.deployment import RemoteStore, StoreDeployment
+from serve_app.store.factory import store_for_replica
 
 pytestmark = pytest.mark.unit
 
@@ -93,3 +94,13 @@ async def test_dead_or_slow_deployment_is_503() -> None:
         await RemoteStore(DeadHandle()).usage("k")
     with pytest.raises(StoreUnavailable, match="in time"):
         await RemoteStore(SlowHandle(), timeout_s=0.05).usage("k")
+
+
+async def test_a_replicas_remote_store_has_the_configured_limits(tmp_path: Path) -> None:
+    """The API refuses a glossary of too many dictionaries by ``store.limits`` before
+    reading it: a replica's ``RemoteStore`` holds the deployment's limits, not defaults."""
+    limits = StoreLimits(max_glossary_dictionaries=3)
+    config = StoreConfig(url=f"sqlite:///{tmp_path}/store.db", limits=limits)
+    remote = await store_for_replica(config, handle=object())
+    assert isinstance(remote, RemoteStore)
+    assert remote.limits == limits

@@ -79,8 +79,9 @@ def openai_router(app: FastAPI, service: TranslationService) -> None:
         of one)."""
         request.state.pair = CHAT_PAIR
         request_id = request.state.request_id
+        deadline = service.deadline_of(None)  # one for the encoding and the completion
         async with charged(request, body.characters() * body.n):
-            jobs = await chat.prepare(body)
+            jobs = await chat.prepare(body, deadline)
             if not body.stream:
                 return answer(await chat.complete(jobs, request_id), request_id)
             chat.check_stream(jobs)

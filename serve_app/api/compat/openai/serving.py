@@ -6,7 +6,8 @@ Everything that can fail (model name, lengths, the template, the context) fails 
 engine work, as a 4xx. Rendering and tokenizing are proportional to the input, so they are
 planned as the native API's texts are: after a check for free engine slots, a short input
 (``limits.inline_plan_chars``) on the event loop, a longer one in the service's bounded
-planning pool (``translation/planning.py``) under the request's deadline, refused at once
+planning pool (``translation/planning.py``) under the request's deadline (one deadline,
+the request's timeout from its arrival, for the encoding and the completion), refused at once
 (503 ``overloaded``, Retry-After) while the characters waiting for that pool would pass its
 bound. (Python's default executor, which they used, ran up to min(32, cores + 4) of them
 at once, each fighting the event loop for the GIL.) A streamed completion's producer task
@@ -60,11 +61,13 @@ logger = logging.getLogger("ray.serve.translator")
 
 @dataclass(frozen=True)
 class Jobs:
-    """A validated chat completion: one engine request per choice."""
+    """A validated chat completion: one engine request per choice, and the request's
+    deadline (``time.monotonic`` seconds), which its encoding already counted against."""
 
     requests: tuple[GenerationRequest, ...]
     prompt_tokens: int
     characters: int
+    deadline: float
 
 
 def _choices(job: GenerationRequest, n: int, seed: int | None) -> tuple[GenerationRequest, ...]:
@@ -104,8 +107,11 @@ class ChatServing:
 
     # -- validation -----------------------------------------------------------------------
 
-    async def prepare(self, body: ChatCompletionRequest) -> Jobs:
-        """The engine requests of ``body``, or the 4xx it deserves."""
+    async def prepare(self, body: ChatCompletionRequest, deadline: float) -> Jobs:
+        """The engine requests of ``body``, or the 4xx it deserves; encoding the messages
+        and then the completion share ``deadline`` (the request's timeout from its arrival,
+        ``TranslationService.deadline_of``): each had a timeout of its own, so a request
+        could run for about twice ``request_timeout_s``."""
         self.check_model(body.model)
         if body.n > self.service.limits.max_engine_requests:
             raise InvalidRequest(
@@ -117,7 +123,7 @@ class ChatServing:
         if characters > limit:
             raise TextTooLong(f"The messages hold {characters} characters; at most {limit}.")
         self._check_biases(body)
-        prompt_ids = await self._encoded(body, characters)
+        prompt_ids = await self._encoded(body, characters, deadline)
         max_tokens = self._max_tokens(body, len(prompt_ids))
         s = self.service.flow.sampling
         overrides = {"temperature": body.temperature, "top_p": body.top_p}
@@ -130,7 +136,7 @@ class ChatServing:
             stream=body.stream,
             logit_bias=body.biases(),
         )
-        return Jobs(_choices(job, body.n, body.seed), len(prompt_ids), characters)
+        return Jobs(_choices(job, body.n, body.seed), len(prompt_ids), characters, deadline)
 
     def _check_biases(self, body: ChatCompletionRequest) -> None:
         """A 400 for a biased token past the model's vocabulary, before a stream opens (the
@@ -143,15 +149,17 @@ class ChatServing:
                 f"to {vocab - 1}."
             )
 
-    async def _encoded(self, body: ChatCompletionRequest, characters: int) -> list[int]:
+    async def _encoded(
+        self, body: ChatCompletionRequest, characters: int, deadline: float
+    ) -> list[int]:
         """The prompt's token ids, planned as ``TranslationService._plan`` plans a text: on
         the loop up to ``limits.inline_plan_chars`` characters, else in the planning pool
-        (503 while its queue is full)."""
+        (503 while its queue is full) before ``deadline`` (504 beyond it)."""
         service = self.service
         service.admission.check(body.n)  # a free slot per choice, before any work
         if characters <= service.limits.inline_plan_chars:
             return self._encode(body)
-        async with service.deadline(None) as budget:
+        async with service.until(deadline) as budget:
             job = functools.partial(self._encode, body)
             (ids,) = await service.planner.run_all([job], [characters], budget)
         return ids
@@ -198,7 +206,7 @@ class ChatServing:
         service.require_ready()
         engine_id = service.engine_id(request_id)  # unique, whatever the client's id
         with service.admission.admit(n):
-            async with service.deadline(None):
+            async with service.until(jobs.deadline):
                 generations = await gather_all(
                     [
                         service.engine.generate(job, choice_id(engine_id, i, n))
@@ -273,7 +281,7 @@ class ChatServing:
                     put((index, chunk))
 
             with service.admission.admit(n):
-                async with service.deadline(None):
+                async with service.until(jobs.deadline):
                     await gather_all([pump(i, job) for i, job in enumerate(jobs.requests)])
 
         return produced(produce)
