@@ -328,12 +328,16 @@ async def _entries_response(request: Request, source: str, target: str, entries:
     return GlossaryEntries(source_lang=source, target_lang=target, entries=listed)
 
 
-def _requested_pair(source_lang: str | None, target_lang: str | None) -> tuple[str, str] | None:
-    """The pair an entries request names, None when it names neither language (a blank
-    value counts as none); 400 for only one of them: the other is not the glossary's."""
+def _requested_pair(
+    service: TranslationService, source_lang: str | None, target_lang: str | None
+) -> tuple[str, str] | None:
+    """The pair an entries request names, as stored codes (resolved as a glossary's are
+    when it is created: ``en-US`` is ``en``; 400 for a language the model does not offer),
+    None when it names neither language (a blank value counts as none); 400 for only one
+    of them: the other is not the glossary's."""
     source, target = (source_lang or "").strip(), (target_lang or "").strip()
     if source and target:
-        return source, target
+        return stored_code(service, source), stored_code(service, target)
     if source or target:
         given, missing = (
             ("source_lang", "target_lang") if source else ("target_lang", "source_lang")
@@ -390,14 +394,15 @@ def glossaries_router(app: FastAPI, service: TranslationService) -> None:
         target_lang: str | None = None,
     ) -> Any:
         """The entries of one language pair (both languages, or neither when the glossary
-        has one pair): JSON, or TSV / CSV with ``Accept: text/tab-separated-values`` /
+        has one pair; a pair it lacks is 400 ``invalid_glossary``, as on the translate
+        routes): JSON, or TSV / CSV with ``Accept: text/tab-separated-values`` /
         ``text/csv``."""
         store = glossary_store(request, service)
-        pair = _requested_pair(source_lang, target_lang)
+        pair = _requested_pair(service, source_lang, target_lang)
         glossary = await store.get_glossary(owner(request), glossary_id)
-        source_lang, target_lang = pair or _only_pair(glossary)
-        found = await store.glossary_entries(owner(request), glossary_id, source_lang, target_lang)
-        return await _entries_response(request, source_lang.lower(), target_lang.lower(), found)
+        source, target = _stored_pair(glossary, *pair) if pair else _only_pair(glossary)
+        found = await store.glossary_entries(owner(request), glossary_id, source, target)
+        return await _entries_response(request, source, target, found)
 
     @router.delete("/{glossary_id}", status_code=204)
     async def delete(glossary_id: str, request: Request) -> Response:

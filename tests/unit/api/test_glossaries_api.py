@@ -142,8 +142,56 @@ async def test_native_entries_with_both_languages_or_neither(client: httpx.Async
     both = await client.get(url, params={"source_lang": "EN", "target_lang": "de"}, headers=A)
     assert neither == both.json()
     assert (neither["source_lang"], neither["target_lang"]) == ("en", "de")
-    other = await client.get(url, params={"source_lang": "en", "target_lang": "fr"}, headers=A)
-    assert other.status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("source", "target"), [("en-US", "de"), ("EN-GB", "DE-AT"), ("eng", "de-DE")]
+)
+async def test_native_entries_resolve_codes_as_translate_does(
+    client: httpx.AsyncClient, source: str, target: str
+) -> None:
+    """Both languages are resolved as a translate request's are, so ``en-US`` reads the
+    glossary's ``en`` dictionary (the raw codes went to the store, which matched none: 404),
+    and the answer names the dictionary's stored pair."""
+    g = await create(client)
+    params = {"source_lang": source, "target_lang": target}
+    r = await client.get(f"/glossaries/{g['id']}/entries", params=params, headers=A)
+    assert r.status_code == 200, r.text
+    assert (r.json()["source_lang"], r.json()["target_lang"]) == ("en", "de")
+    assert r.json()["entries"][0] == {"source": "cart", "target": "Warenkorb"}
+
+
+async def test_native_entries_of_a_pair_the_glossary_lacks_are_invalid_glossary(
+    client: httpx.AsyncClient,
+) -> None:
+    """A pair the glossary lacks is the translate routes' 400 ``invalid_glossary``, naming
+    the pair asked for and the pairs it has (it was a 404, as if the glossary were gone)."""
+    g = await create(client)
+    params = {"source_lang": "en-US", "target_lang": "FR"}
+    r = await client.get(f"/glossaries/{g['id']}/entries", params=params, headers=A)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == "invalid_glossary"
+    assert "en->fr" in r.json()["error"]["message"]
+    assert "it has en->de" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("params", "code"),
+    [
+        ({"source_lang": "xx", "target_lang": "de"}, "unsupported_language"),
+        ({"source_lang": "en", "target_lang": "QQ"}, "unsupported_language"),
+        ({"source_lang": "en", "target_lang": "not a code!"}, "invalid_language_code"),
+    ],
+)
+async def test_native_entries_refuse_an_unknown_language(
+    client: httpx.AsyncClient, params: dict[str, str], code: str
+) -> None:
+    """A language code the deployment does not offer is a 400 in the native shape, as on
+    the translate routes (it was looked up raw: a 404 ``glossary_not_found``)."""
+    g = await create(client)
+    r = await client.get(f"/glossaries/{g['id']}/entries", params=params, headers=A)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == code
 
 
 async def test_glossary_id_applies_on_every_native_route(client: httpx.AsyncClient) -> None:
