@@ -22,9 +22,20 @@ from fastapi import APIRouter, FastAPI, Request, Response
 
 from serve_app.api.compat.common import Params, get_and_post, one, read_params
 from serve_app.api.errors import ErrorFormat, KeyScheme, register_error_format
-from serve_app.api.glossaries import NewDictionary, create_glossary, glossary_store, owner
+from serve_app.api.glossaries import (
+    NewDictionary,
+    create_glossary,
+    glossary_store,
+    owner,
+    stored_code,
+)
 from serve_app.api.glossary_entries import to_tsv, written_async
-from serve_app.core.errors import GlossaryNotFound, InvalidRequest
+from serve_app.core.errors import (
+    GlossaryNotFound,
+    InvalidLanguageCode,
+    InvalidRequest,
+    UnsupportedLanguage,
+)
 from serve_app.store import Glossary
 from serve_app.store.validation import check_dictionary_count
 from serve_app.translation.service import TranslationService
@@ -76,6 +87,17 @@ def _text(params: Params, name: str) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidRequest(f"Parameter '{name}' not specified.")
     return value
+
+
+def _language(service: TranslationService, params: Params, name: str) -> str:
+    """Parameter ``name``'s glossary language, in DeepL's base code; a language with no
+    glossaries here (one the model does not offer, or no language code) is DeepL's 400
+    "Value for '...' not supported.", as deepl-mock answers one it does not know."""
+    raw = _text(params, name)
+    try:
+        return _code(stored_code(service, raw))
+    except (InvalidLanguageCode, UnsupportedLanguage) as exc:
+        raise InvalidRequest(f"Value for '{name}' not supported.") from exc
 
 
 def _dictionary(fields: dict[str, Any] | Params) -> NewDictionary:
@@ -187,14 +209,17 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
 
     @router.get("/glossaries/{glossary_id}/entries")
     async def entries(glossary_id: str, request: Request) -> dict[str, Any]:
-        """DeepL ``GET /v3/glossaries/{id}/entries?source_lang=&target_lang=``."""
+        """DeepL ``GET /v3/glossaries/{id}/entries?source_lang=&target_lang=``: the languages
+        are checked before the glossary is read, and a pair it lacks is a 404, as
+        deepl-mock answers."""
         params = await read_params(request)
         auth(request, params)
-        source, target = _text(params, "source_lang"), _text(params, "target_lang")
+        source = _language(service, params, "source_lang")
+        target = _language(service, params, "target_lang")
         store = glossary_store(request, service)
         g = await store.get_glossary(owner(request), glossary_id)
-        pair = [d for d in g.dictionaries if (_code(d.source_lang), _code(d.target_lang))
-                == (_code(source), _code(target))]  # fmt: skip
+        pair = [d for d in g.dictionaries
+                if (_code(d.source_lang), _code(d.target_lang)) == (source, target)]  # fmt: skip
         if not pair:
             raise GlossaryNotFound(f"Glossary {glossary_id[:100]!r} has no {source}->{target}.")
         d = pair[0]

@@ -430,6 +430,34 @@ async def test_deepl_v3_entries_need_both_languages(
     assert set(lacking.json()) == {"message"}
 
 
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"source_lang": "XX", "target_lang": "DE"}, "source_lang"),
+        ({"source_lang": "EN", "target_lang": "QQ"}, "target_lang"),
+        ({"source_lang": "XX"}, "source_lang"),
+        ({"source_lang": "not a code!", "target_lang": "DE"}, "source_lang"),
+    ],
+)
+async def test_deepl_v3_entries_refuse_a_language_it_does_not_know(
+    client: httpx.AsyncClient, params: dict[str, str], named: str
+) -> None:
+    """A language with no glossaries here is DeepL's 400 "Value for '...' not supported."
+    (deepl-mock validates ``source_lang`` then ``target_lang`` before reading the
+    glossary); it was a 404, as for a pair the glossary lacks."""
+    body = {"name": "one", "dictionaries": [
+        {"source_lang": "EN", "target_lang": "DE", "entries": "cart\tWarenkorb"}]}  # fmt: skip
+    g = (await client.post("/v3/glossaries", json=body, headers=DEEPL_A)).json()
+    url = f"/v3/glossaries/{g['glossary_id']}/entries"
+    r = await client.get(url, params=params, headers=DEEPL_A)
+    assert r.status_code == 400, r.text
+    assert r.json() == {"message": f"Value for '{named}' not supported."}
+    regional = await client.get(
+        url, params={"source_lang": "EN-US", "target_lang": "de"}, headers=DEEPL_A
+    )
+    assert regional.json()["dictionaries"][0]["entries"] == "cart\tWarenkorb"
+
+
 async def test_without_store_or_glossary_support_it_is_a_400() -> None:
     async with await client_for(None) as c:
         assert (await c.get("/glossaries")).status_code == 404
