@@ -401,6 +401,14 @@ async def test_deepl_v3_multilingual_glossaries(client: httpx.AsyncClient) -> No
     assert set(missing.json()) == {"message"}
 
 
+async def _v3_entries_url_of_one_pair(client: httpx.AsyncClient) -> str:
+    """The v3 entries URL of a new glossary with one EN->DE dictionary."""
+    body = {"name": "one", "dictionaries": [
+        {"source_lang": "EN", "target_lang": "DE", "entries": "cart\tWarenkorb"}]}  # fmt: skip
+    g = (await client.post("/v3/glossaries", json=body, headers=DEEPL_A)).json()
+    return f"/v3/glossaries/{g['glossary_id']}/entries"
+
+
 @pytest.mark.parametrize(
     ("params", "named"),
     [
@@ -416,10 +424,7 @@ async def test_deepl_v3_entries_need_both_languages(
     """DeepL's v3 entries take the pair as required query parameters (deepl-python's
     ``get_multilingual_glossary_entries`` always sends both; DeepL's mock server answers
     400 "Parameter '...' not specified" without one), even for a glossary of one pair."""
-    body = {"name": "one", "dictionaries": [
-        {"source_lang": "EN", "target_lang": "DE", "entries": "cart\tWarenkorb"}]}  # fmt: skip
-    g = (await client.post("/v3/glossaries", json=body, headers=DEEPL_A)).json()
-    url = f"/v3/glossaries/{g['glossary_id']}/entries"
+    url = await _v3_entries_url_of_one_pair(client)
     r = await client.get(url, params=params, headers=DEEPL_A)
     assert r.status_code == 400, r.text
     assert r.json() == {"message": f"Parameter '{named}' not specified."}
@@ -445,10 +450,7 @@ async def test_deepl_v3_entries_refuse_a_language_it_does_not_know(
     """A language with no glossaries here is DeepL's 400 "Value for '...' not supported."
     (deepl-mock validates ``source_lang`` then ``target_lang`` before reading the
     glossary); it was a 404, as for a pair the glossary lacks."""
-    body = {"name": "one", "dictionaries": [
-        {"source_lang": "EN", "target_lang": "DE", "entries": "cart\tWarenkorb"}]}  # fmt: skip
-    g = (await client.post("/v3/glossaries", json=body, headers=DEEPL_A)).json()
-    url = f"/v3/glossaries/{g['glossary_id']}/entries"
+    url = await _v3_entries_url_of_one_pair(client)
     r = await client.get(url, params=params, headers=DEEPL_A)
     assert r.status_code == 400, r.text
     assert r.json() == {"message": f"Value for '{named}' not supported."}
