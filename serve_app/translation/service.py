@@ -143,7 +143,7 @@ class TranslationService:
 
     async def translate(self, request: TranslateRequest, request_id: str) -> TranslateResponse:
         engine_id = self.engine_id(request_id)
-        async with self._deadline(self.deadline_of(request.timeout_s)) as budget:
+        async with self.deadline(request.timeout_s) as budget:
             (plan,) = await self._plan([request], budget)
             if isinstance(plan, ServiceError):
                 raise plan
@@ -169,7 +169,7 @@ class TranslationService:
         whole batch."""
         self.check_batch_size(len(request.items))
         engine_id = self.engine_id(request_id)
-        async with self._deadline(self.deadline_of(request.timeout_s)) as budget:
+        async with self.deadline(request.timeout_s) as budget:
             planned = await self._plan(request.items, budget)
             plans = [_item_plan(i, p) for i, p in enumerate(planned)]
             self.metrics.batch(len(plans))
@@ -192,7 +192,7 @@ class TranslationService:
         """Validates now (errors are plain 4xx answers), then streams events; errors once
         the stream has started are the stream's ``error`` event (see ``sse``)."""
         deadline = self.deadline_of(request.timeout_s)
-        async with self._deadline(deadline) as budget:
+        async with self.until(deadline) as budget:
             (plan,) = await self._plan([request], budget)
         if isinstance(plan, ServiceError):
             raise plan
@@ -208,7 +208,7 @@ class TranslationService:
 
         async def produce(put: Callable[[Event], None]) -> None:
             with self.admission.admit(plan.engine_requests):
-                async with self._deadline(deadline):
+                async with self.until(deadline):
                     async for event in self.flow.stream(plan, request_id):
                         put(event)
             self.characters += len(plan.text)
@@ -344,18 +344,15 @@ class TranslationService:
         seconds = min(requested or self.limits.request_timeout_s, self.limits.max_request_timeout_s)
         return time.monotonic() + seconds
 
-    def _deadline(self, deadline: float) -> AbstractAsyncContextManager[Budget]:
-        return _deadline(deadline)
-
     def deadline(self, requested: float | None) -> AbstractAsyncContextManager[Budget]:
         """The request's deadline from its ``timeout_s``, as a context (504 beyond it)."""
-        return self._deadline(self.deadline_of(requested))
+        return self.until(self.deadline_of(requested))
 
     def until(self, deadline: float) -> AbstractAsyncContextManager[Budget]:
         """A context at ``deadline`` (``deadline_of``, fixed when the request came): the
         stages of one request (planning, then the engine's work) share it, so the request
         ends within its timeout, not within one timeout per stage."""
-        return self._deadline(deadline)
+        return _deadline(deadline)
 
 
 @asynccontextmanager
