@@ -21,7 +21,6 @@ import importlib.metadata
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ import httpx
 import yaml
 
 from bench.baselines.ray_serve_llm import READY as RAY_SERVE_LLM_READY
+from bench.ports import free_port
 from bench.process import Process
 from bench.targets import EngineTarget, NativeTarget, OpenAITarget, Target
 from bench.workloads import Item
@@ -135,12 +135,6 @@ def engine_memory(log: str) -> list[dict[str, float]]:
     found = {k: [float(m.replace(",", "")) for m in rx.findall(log)] for k, rx in _MEMORY.items()}
     n = max((len(v) for v in found.values()), default=0)
     return [{k: v[i] for k, v in found.items() if i < len(v)} for i in range(n)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def spawn(

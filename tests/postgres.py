@@ -14,12 +14,13 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench.ports import free_port
 
 
 class PostgresUnavailable(RuntimeError):
@@ -63,12 +64,6 @@ def ensure_installed() -> Path:
     if found is None:
         raise PostgresUnavailable("apt-get installed postgresql but pg_ctl is not found")
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,17 +18,12 @@ import psutil
 import pytest
 import yaml
 
+from bench.ports import free_port
 from serve_app.tools.launcher import derive_config, ray_env, stop_orphaned_haproxies
 from tests.conftest import ROOT
 from tests.e2e.replicas import engine_cores
 
 START_TIMEOUT_S = 420
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _serve_bin() -> str:

@@ -27,10 +27,11 @@ import httpx
 import pytest
 import yaml
 
+from bench.ports import free_port
 from serve_app.client import RetryPolicy, TranslationClient
 from serve_app.tools.launcher import derive_config
 from tests.conftest import ROOT
-from tests.e2e.conftest import free_port, serve_cluster
+from tests.e2e.conftest import serve_cluster
 from tests.e2e.replicas import (
     ITEM,
     ray_cli_env,

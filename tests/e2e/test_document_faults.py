@@ -33,9 +33,10 @@ import httpx
 import psutil
 import pytest
 
+from bench.ports import free_port
 from serve_app.tools.launcher import derive_config
 from tests.conftest import ROOT
-from tests.e2e.conftest import free_port, serve_cluster
+from tests.e2e.conftest import serve_cluster
 from tests.e2e.replicas import (
     REPLICA_NAME,
     engine_cores,

@@ -17,10 +17,11 @@ import httpx
 import lxml.etree
 import pytest
 
+from bench.ports import free_port
 from serve_app.tools.launcher import derive_config
 from tests.conftest import ROOT
 from tests.docsamples import CHECKS, SAMPLES
-from tests.e2e.conftest import free_port, serve_cluster
+from tests.e2e.conftest import serve_cluster
 from tests.e2e.replicas import replica_processes
 from tests.unit.documents.test_bad_files import _xliff
 from tests.unit.documents.test_package import HI, MAIN, XXE, damaged, replaced, sheet

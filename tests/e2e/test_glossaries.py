@@ -21,10 +21,11 @@ import httpx
 import pytest
 from deepl.api_data import MultilingualGlossaryDictionaryEntries
 
+from bench.ports import free_port
 from serve_app.tools.launcher import derive_config
 from tests import hostile
 from tests.conftest import ROOT
-from tests.e2e.conftest import free_port, serve_cluster
+from tests.e2e.conftest import serve_cluster
 from tests.e2e.hostile_cases import generate
 from tests.e2e.replicas import save_report
 from tests.e2e.test_hostile_requests import send_all

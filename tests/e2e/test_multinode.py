@@ -31,10 +31,10 @@ import httpx
 import pytest
 import yaml
 
+from bench.ports import free_port
 from serve_app.client import Outcome, RetryPolicy, TranslationClient
 from serve_app.tools.launcher import derive_config, ray_env, stop_orphaned_haproxies
 from tests.conftest import ROOT
-from tests.e2e.conftest import free_port
 from tests.texts import texts
 
 START_TIMEOUT_S = 420

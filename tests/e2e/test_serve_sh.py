@@ -21,10 +21,11 @@ from pathlib import Path
 import httpx
 import yaml
 
+from bench.ports import free_port
 from bench.process import descendants, kill_tree
 from serve_app.tools.launcher import derive_config
 from tests.conftest import ROOT
-from tests.e2e.conftest import START_TIMEOUT_S, free_port
+from tests.e2e.conftest import START_TIMEOUT_S
 
 BIN = Path(sys.executable).parent
 

@@ -24,9 +24,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.ports import free_port
 from serve_app.tools.launcher import derive_config
 from tests.conftest import ROOT
-from tests.e2e.conftest import free_port, serve_cluster
+from tests.e2e.conftest import serve_cluster
 from tests.e2e.replicas import ray_cli_env
 from tests.postgres import PostgresServer, PostgresUnavailable, start_postgres
 

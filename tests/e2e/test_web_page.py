@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
+from bench.ports import free_port
 from tests.conftest import ROOT
-from tests.e2e.conftest import free_port, serve_cluster
+from tests.e2e.conftest import serve_cluster
 from tests.e2e.web_browser import (
     API_KEY,
     CHROMIUM,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 
 import pytest
 import uvicorn
@@ -20,6 +19,7 @@ from ray.serve._private.http_util import (
 from ray.serve.config import HTTPOptions
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from bench.ports import free_port
 from serve_app.api.headers import ALWAYS, API_POLICY, SecurityHeadersMiddleware
 from serve_app.serving.proxy_headers import IMPORT_PATH, CleanHeadersMiddleware, clean_headers
 from serve_app.tools.launcher import PROXY_CALLBACK, ray_env
@@ -183,9 +183,7 @@ async def _answers_from_rays_http_server(requests: list[bytes]) -> list[bytes]:
     async def translate(body: dict[str, str]) -> dict[str, str]:
         return body
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = free_port()
     options = configure_http_middlewares(HTTPOptions(host="127.0.0.1", port=port))
     task, server = await start_asgi_http_server(app, options, event_loop=asyncio.get_running_loop())
     await asyncio.sleep(0.5)

@@ -11,6 +11,7 @@ import psutil
 import pytest
 import yaml
 
+from bench.ports import free_port
 from serve_app.tools import launcher
 from tests.conftest import ROOT
 
@@ -159,12 +160,6 @@ def ray_address_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return tmp_path / "ray" / "ray_current_cluster"
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _ray_address(capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
     assert launcher.main(["ray-address"]) == 0
     out = capsys.readouterr()
@@ -174,7 +169,7 @@ def _ray_address(capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
 def test_a_stale_cluster_file_gets_a_fresh_local_ray(
     ray_address_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    port = _closed_port()
+    port = free_port()
     ray_address_file.write_text(f"127.0.0.1:{port}\n")
     # Ray's own lookup (what `serve run` would connect to) reads this file.
     from ray._private.services import get_ray_address_from_environment
@@ -219,8 +214,8 @@ def test_a_live_cluster_is_connected_to(
 def test_ray_address_set_by_the_user_is_never_overridden(
     ray_address_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ray_address_file.write_text(f"127.0.0.1:{_closed_port()}")
-    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{_closed_port()}")
+    ray_address_file.write_text(f"127.0.0.1:{free_port()}")
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{free_port()}")
     assert _ray_address(capsys) == ("", "")
     assert launcher.serve_run_address({"RAY_ADDRESS": "auto"}) is None
     # An empty RAY_ADDRESS is none to Ray too: the file is read.
