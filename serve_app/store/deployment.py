@@ -127,6 +127,23 @@ class RemoteStore(Store):
         args = (owner, glossary_id, source_lang, target_lang)
         return await self._call("glossary_entries", *args)
 
+    async def update_glossary(
+        self,
+        owner: str,
+        glossary_id: str,
+        name: str | None,
+        dictionaries: Sequence[GlossaryDictionary],
+        merge: bool,
+    ) -> Glossary:
+        args = (owner, glossary_id, name, list(dictionaries), merge)
+        return await self._call("update_glossary", *args)
+
+    async def delete_glossary_dictionary(
+        self, owner: str, glossary_id: str, source_lang: str, target_lang: str
+    ) -> Glossary:
+        args = (owner, glossary_id, source_lang, target_lang)
+        return await self._call("delete_glossary_dictionary", *args)
+
     async def delete_glossary(self, owner: str, glossary_id: str) -> None:
         await self._call("delete_glossary", owner, glossary_id)
 

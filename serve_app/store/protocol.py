@@ -43,13 +43,16 @@ class DictionaryInfo:
 
 @dataclass(frozen=True)
 class Glossary:
-    """A stored glossary: one or more language pairs (DeepL v2 glossaries have one)."""
+    """A stored glossary: its language pairs (DeepL v2 glossaries have one; an edit may
+    remove every one). ``revision`` rises with every edit: what was read of an older one
+    (a replica's term index) is stale."""
 
     id: str
     name: str
     owner: str
     created_at: float
     dictionaries: tuple[DictionaryInfo, ...]
+    revision: int = 0
 
     @property
     def entry_count(self) -> int:
@@ -206,6 +209,28 @@ class Store(ABC):
     ) -> tuple[tuple[str, str], ...]:
         """The entries of one pair, in their stored order; ``GlossaryNotFound`` if the
         glossary or the pair is absent. Language codes compare case-insensitively."""
+
+    @abstractmethod
+    async def update_glossary(
+        self,
+        owner: str,
+        glossary_id: str,
+        name: str | None,
+        dictionaries: Sequence[GlossaryDictionary],
+        merge: bool,
+    ) -> Glossary:
+        """Renames the glossary (unless ``name`` is None) and writes each dictionary: with
+        ``merge``, a source term already in the pair gets the new target and new terms are
+        added after the others; without, the pair's entries are replaced. A pair the
+        glossary lacks is added. The checks of ``create_glossary`` hold for the glossary as
+        it is after the edit; ``GlossaryNotFound`` if absent or another owner's."""
+
+    @abstractmethod
+    async def delete_glossary_dictionary(
+        self, owner: str, glossary_id: str, source_lang: str, target_lang: str
+    ) -> Glossary:
+        """Removes one language pair (the glossary stays, possibly with none);
+        ``GlossaryNotFound`` if the glossary or the pair is absent."""
 
     @abstractmethod
     async def delete_glossary(self, owner: str, glossary_id: str) -> None:

@@ -52,6 +52,21 @@ class SqlStore(Store):
     ) -> tuple[tuple[str, str], ...]:
         return await glossaries.entries(self.db, owner, glossary_id, source_lang, target_lang)
 
+    async def update_glossary(
+        self,
+        owner: str,
+        glossary_id: str,
+        name: str | None,
+        dictionaries: Sequence[GlossaryDictionary],
+        merge: bool,
+    ) -> Glossary:
+        return await glossaries.update(self.db, owner, glossary_id, name, dictionaries, merge)
+
+    async def delete_glossary_dictionary(
+        self, owner: str, glossary_id: str, source_lang: str, target_lang: str
+    ) -> Glossary:
+        return await glossaries.delete_pair(self.db, owner, glossary_id, source_lang, target_lang)
+
     async def delete_glossary(self, owner: str, glossary_id: str) -> None:
         await glossaries.delete(self.db, owner, glossary_id)
 
