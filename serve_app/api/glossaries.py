@@ -3,8 +3,10 @@
 ``POST /glossaries`` (JSON: ``name`` and ``dictionaries``, one per language pair, each with
 ``entries`` as a list of ``{source, target}`` or as TSV/CSV text with ``entries_format``),
 ``GET /glossaries`` (the caller's), ``GET /glossaries/{id}``, ``GET /glossaries/{id}/entries``
-(JSON, or TSV/CSV by ``Accept``) and ``DELETE /glossaries/{id}``. Glossaries live in the
-store (``docs/glossaries.md``) and belong to the caller's API key: another key's id is 404.
+(JSON, or TSV/CSV by ``Accept``), ``PATCH /glossaries/{id}`` (a new name, and dictionaries
+merged into the glossary's or replacing its pairs), ``DELETE /glossaries/{id}/dictionaries``
+(one pair) and ``DELETE /glossaries/{id}``. Glossaries live in the store
+(``docs/glossaries.md``) and belong to the caller's API key: another key's id is 404.
 
 ``apply_glossaries`` is what every translate route (native, DeepL, LibreTranslate) calls on
 its items: an item with a ``glossary_id`` gets the stored entries of its language pair whose
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, FastAPI, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from serve_app.api.glossary_entries import (
     THREAD_ABOVE,
@@ -89,6 +91,40 @@ class GlossaryCreate(BaseModel):
         fail_fast=True,
         description="One per language pair (several: multilingual).",
     )
+
+
+class GlossaryEdit(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "dictionaries": [
+                        {"source_lang": "en", "target_lang": "de", "entries": "cart\tEinkaufswagen"}
+                    ],
+                }
+            ]
+        },
+    )
+
+    name: str | None = Field(None, description="A new name.")
+    dictionaries: list[DictionaryIn] = Field(
+        [],
+        fail_fast=True,
+        description="Entries to write, one dictionary per language pair (a pair the glossary "
+        "lacks is added).",
+    )
+    mode: Literal["merge", "replace"] = Field(
+        "merge",
+        description="merge: a source term already in the pair gets the new target, new terms "
+        "are added; replace: the pair keeps only the entries given.",
+    )
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> GlossaryEdit:
+        if self.name is None and not self.dictionaries:
+            raise ValueError("give a new name, dictionaries, or both")
+        return self
 
 
 class DictionaryOut(BaseModel):
@@ -200,10 +236,31 @@ async def create_glossary(
     they are read in a worker thread when they are many or long: a body of 12,000
     one-entry dictionaries held the event loop 0.45 s."""
     store = glossary_store(request, service)
+    checked = await _read_async(store, service, dictionaries)
+    return await store.create_glossary(owner(request), name, checked)
+
+
+async def edit_glossary(
+    request: Request,
+    service: TranslationService,
+    glossary_id: str,
+    name: str | None,
+    dictionaries: Sequence[NewDictionary],
+    merge: bool,
+) -> Glossary:
+    """Writes an edit (``Store.update_glossary``); its dictionaries are read as a new
+    glossary's are."""
+    store = glossary_store(request, service)
+    checked = await _read_async(store, service, dictionaries)
+    return await store.update_glossary(owner(request), glossary_id, name, checked, merge)
+
+
+async def _read_async(
+    store: Store, service: TranslationService, dictionaries: Sequence[NewDictionary]
+) -> list[GlossaryDictionary]:
     check_dictionary_count(len(dictionaries), store.limits)
     cost = sum(d.cost() for d in dictionaries)
-    checked = await sized(cost, THREAD_ABOVE, _read_dictionaries, service, dictionaries)
-    return await store.create_glossary(owner(request), name, checked)
+    return await sized(cost, THREAD_ABOVE, _read_dictionaries, service, dictionaries)
 
 
 def new_dictionary(d: DictionaryIn) -> NewDictionary:
@@ -235,13 +292,13 @@ async def pair_index(
     request: Request, store: Store, glossary_id: str, source: str, target: str
 ) -> TermIndex:
     """``pair_entries`` as a term index, kept in the replica's ``IndexCache``: the glossary
-    is read every time (it may have been deleted; 404 then), its entries only the first
-    time (a stored glossary never changes)."""
+    is read every time (it may have been deleted, 404 then, or edited), its entries only
+    the first time at each revision."""
     owner_id = owner(request)
     glossary = await store.get_glossary(owner_id, glossary_id)
     s, t = _stored_pair(glossary, source, target)
     cache: IndexCache = request.app.state.glossary_indexes
-    key = (owner_id, glossary_id, glossary.created_at, s, t)
+    key = (owner_id, glossary_id, glossary.created_at, glossary.revision, s, t)
     if (index := cache.get(key)) is None:
         index = await index_async(await store.glossary_entries(owner_id, glossary_id, s, t))
         cache.put(key, index)
@@ -403,6 +460,32 @@ def glossaries_router(app: FastAPI, service: TranslationService) -> None:
         source, target = _stored_pair(glossary, *pair) if pair else _only_pair(glossary)
         found = await store.glossary_entries(owner(request), glossary_id, source, target)
         return await _entries_response(request, source, target, found)
+
+    @router.patch("/{glossary_id}", response_model=GlossaryOut)
+    async def edit(glossary_id: str, body: GlossaryEdit, request: Request) -> GlossaryOut:
+        """Renames the glossary and/or writes dictionaries into it: merged into a pair's
+        entries (``mode: merge``) or replacing them (``replace``); a new pair is added."""
+        dictionaries = [new_dictionary(d) for d in body.dictionaries]
+        merge = body.mode == "merge"
+        edited = await edit_glossary(request, service, glossary_id, body.name, dictionaries, merge)
+        return glossary_out(edited)
+
+    @router.delete("/{glossary_id}/dictionaries", response_model=GlossaryOut)
+    async def delete_pair(
+        glossary_id: str, request: Request, source_lang: str, target_lang: str
+    ) -> GlossaryOut:
+        """Removes one language pair (resolved as on the entries route; a pair the glossary
+        lacks is 400 ``invalid_glossary``). The glossary stays, with the others."""
+        store = glossary_store(request, service)
+        pair = _requested_pair(service, source_lang, target_lang)
+        if pair is None:
+            raise InvalidRequest("Invalid request: give the source_lang and target_lang to remove.")
+        glossary = await store.get_glossary(owner(request), glossary_id)
+        source, target = _stored_pair(glossary, *pair)
+        removed = await store.delete_glossary_dictionary(
+            owner(request), glossary_id, source, target
+        )
+        return glossary_out(removed)
 
     @router.delete("/{glossary_id}", status_code=204)
     async def delete(glossary_id: str, request: Request) -> Response:

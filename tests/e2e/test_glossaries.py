@@ -1,7 +1,7 @@
 """Stored glossaries through the real stack: `serve run` with the SQLite store's deployment,
 two replicas of the tiny model on vLLM (CPU), two API keys; the official `deepl` client
 (``Translator``'s v2 glossary API and ``DeepLClient``'s v3 multilingual one) creates, lists,
-reads, uses and deletes glossaries; the native API uses the same ids; each key sees only its
+reads, edits, uses and deletes glossaries; the native API uses the same ids; each key sees only its
 own; ``translate_document(..., glossary=...)`` uses one on a document job. Random weights: the
 translations are not checked, only that the glossary reached every replica (the store) and
 that errors come in each API's shape."""
@@ -132,6 +132,41 @@ def test_deepl_client_multilingual_glossary(url: str) -> None:
     client.delete_multilingual_glossary(glossary)
     with pytest.raises(deepl.GlossaryNotFoundException):
         client.get_multilingual_glossary(glossary.glossary_id)
+
+
+def test_deepl_client_edits_a_multilingual_glossary(url: str) -> None:
+    """deepl-python's v3 edits (rename, merge a dictionary, replace one, delete one) reach
+    the store's deployment from either replica; the native API edits the same glossary;
+    another key cannot."""
+    client = translator(url)
+    en_de = MultilingualGlossaryDictionaryEntries("EN", "DE", {"cart": "Warenkorb"})
+    glossary = client.create_multilingual_glossary("to edit", [en_de])
+    assert client.update_multilingual_glossary_name(glossary, "edited").name == "edited"
+    merge = MultilingualGlossaryDictionaryEntries("EN", "DE", {"cart": "Korb", "tax": "Steuer"})
+    merged = client.update_multilingual_glossary_dictionary(glossary, merge)
+    assert [(d.target_lang, d.entry_count) for d in merged.dictionaries] == [("DE", 2)]
+    found = client.get_multilingual_glossary_entries(glossary, "EN", "DE")
+    assert found.dictionaries[0].entries == "cart\tKorb\ntax\tSteuer"
+    en_fr = MultilingualGlossaryDictionaryEntries("EN", "FR", {"cart": "panier"})
+    info = client.replace_multilingual_glossary_dictionary(glossary, en_fr)
+    assert (info.source_lang, info.target_lang, info.entry_count) == ("EN", "FR", 1)
+    for _ in range(4):  # both replicas read the edited glossary
+        result = client.translate_text(
+            "cart", source_lang="EN", target_lang="FR", glossary=glossary
+        )
+        assert isinstance(result.text, str)
+    client.delete_multilingual_glossary_dictionary(glossary, source_lang="EN", target_lang="FR")
+    with pytest.raises(deepl.DeepLException, match="en->fr"):
+        client.translate_text("cart", source_lang="EN", target_lang="FR", glossary=glossary)
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        translator(url, KEY_B).update_multilingual_glossary_name(glossary, "theirs")
+    edit = {"mode": "replace", "dictionaries": [{"source_lang": "en", "target_lang": "de",
+                                                 "entries": "basket\tKorb"}]}  # fmt: skip
+    gid = glossary.glossary_id
+    r = httpx.patch(f"{url}/glossaries/{gid}", json=edit, headers=bearer(KEY_A), timeout=60)
+    assert (r.status_code, r.json()["entry_count"]) == (200, 1), r.text
+    assert client.get_multilingual_glossary(gid).name == "edited"
+    client.delete_multilingual_glossary(glossary)
 
 
 def test_native_api_shares_the_ids_and_keeps_keys_apart(url: str) -> None:

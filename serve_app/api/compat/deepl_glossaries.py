@@ -7,7 +7,10 @@ form: ``name``, ``source_lang``, ``target_lang``, ``entries``, ``entries_format`
 ``GET /v2/glossary-language-pairs``. v3 (multilingual; ``deepl.DeepLClient``):
 ``POST /v3/glossaries`` (``name`` and ``dictionaries``), ``GET /v3/glossaries``,
 ``GET /v3/glossaries/{id}``, ``GET /v3/glossaries/{id}/entries?source_lang=&target_lang=``,
-``DELETE /v3/glossaries/{id}``. The v2 routes show only one-pair glossaries; the same ids work
+``DELETE /v3/glossaries/{id}``, and its edits: ``PATCH /v3/glossaries/{id}`` (``name``;
+``dictionaries`` merged into the pairs' entries), ``PUT /v3/glossaries/{id}/dictionaries``
+(one pair's entries replaced) and ``DELETE /v3/glossaries/{id}/dictionaries?source_lang=&
+target_lang=``. The v2 routes show only one-pair glossaries; the same ids work
 in ``glossary_id`` of ``/v2/translate``. Errors are DeepL's: ``{"message"}``, 404 for an
 unknown id (deepl-python raises ``GlossaryNotFoundException``), 400 for bad entries.
 """
@@ -25,6 +28,7 @@ from serve_app.api.errors import ErrorFormat, KeyScheme, register_error_format
 from serve_app.api.glossaries import (
     NewDictionary,
     create_glossary,
+    edit_glossary,
     glossary_store,
     owner,
     stored_code,
@@ -36,7 +40,7 @@ from serve_app.core.errors import (
     InvalidRequest,
     UnsupportedLanguage,
 )
-from serve_app.store import Glossary
+from serve_app.store import DictionaryInfo, Glossary
 from serve_app.store.validation import check_dictionary_count
 from serve_app.translation.service import TranslationService
 
@@ -68,12 +72,16 @@ def v2_info(g: Glossary) -> dict[str, Any]:
     }
 
 
+def _dictionary_info(d: DictionaryInfo) -> dict[str, Any]:
+    return {
+        "source_lang": _code(d.source_lang),
+        "target_lang": _code(d.target_lang),
+        "entry_count": d.entry_count,
+    }
+
+
 def v3_info(g: Glossary) -> dict[str, Any]:
-    dictionaries = [
-        {"source_lang": _code(d.source_lang), "target_lang": _code(d.target_lang),
-         "entry_count": d.entry_count}
-        for d in g.dictionaries
-    ]  # fmt: skip
+    dictionaries = [_dictionary_info(d) for d in g.dictionaries]
     return {
         "glossary_id": g.id,
         "name": g.name,
@@ -179,6 +187,33 @@ def _v2_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
         return Response(status_code=204)
 
 
+def _dictionaries(
+    request: Request, service: TranslationService, params: Params, required: bool
+) -> list[NewDictionary]:
+    """Parameter ``dictionaries``: a list of objects (may be absent unless ``required``);
+    too many are refused before any is read."""
+    raw = params.get("dictionaries") or []
+    if (required and not raw) or not all(isinstance(d, dict) for d in raw):
+        raise InvalidRequest("Parameter 'dictionaries' must be a list of objects.")
+    check_dictionary_count(len(raw), glossary_store(request, service).limits)
+    return [_dictionary(d) for d in raw]
+
+
+def _languages(service: TranslationService, params: Params) -> tuple[str, str]:
+    """``source_lang`` and ``target_lang`` of a request naming one of a glossary's
+    dictionaries, checked before the glossary is read (400), as deepl-mock does."""
+    return _language(service, params, "source_lang"), _language(service, params, "target_lang")
+
+
+def _held_pair(g: Glossary, source: str, target: str) -> DictionaryInfo:
+    """The glossary's ``source -> target`` dictionary; a pair it lacks is a 404, as
+    deepl-mock answers."""
+    for d in g.dictionaries:
+        if (_code(d.source_lang), _code(d.target_lang)) == (source, target):
+            return d
+    raise GlossaryNotFound(f"Glossary {g.id[:100]!r} has no {source}->{target} dictionary.")
+
+
 def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth) -> None:
     @router.post("/glossaries", status_code=201)
     async def create(request: Request) -> dict[str, Any]:
@@ -186,12 +221,43 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
         params = await read_params(request)
         auth(request, params)
         name = _text(params, "name")
-        raw = params.get("dictionaries") or []
-        if not raw or not all(isinstance(d, dict) for d in raw):
-            raise InvalidRequest("Parameter 'dictionaries' must be a list of objects.")
-        check_dictionary_count(len(raw), glossary_store(request, service).limits)
-        dictionaries = [_dictionary(d) for d in raw]
+        dictionaries = _dictionaries(request, service, params, required=True)
         return v3_info(await create_glossary(request, service, name, dictionaries))
+
+    @router.patch("/glossaries/{glossary_id}")
+    async def edit(glossary_id: str, request: Request) -> dict[str, Any]:
+        """DeepL ``PATCH /v3/glossaries/{id}``: a new ``name`` and/or ``dictionaries``
+        whose entries are merged into the pairs' (a term given replaces its entry)."""
+        params = await read_params(request)
+        auth(request, params)
+        name = _text(params, "name") if "name" in params else None
+        dictionaries = _dictionaries(request, service, params, required=name is None)
+        edited = await edit_glossary(request, service, glossary_id, name, dictionaries, True)
+        return v3_info(edited)
+
+    @router.put("/glossaries/{glossary_id}/dictionaries")
+    async def replace(glossary_id: str, request: Request) -> dict[str, Any]:
+        """DeepL ``PUT /v3/glossaries/{id}/dictionaries``: one pair's entries replaced (the
+        pair is added when the glossary lacks it); answers the dictionary's info."""
+        params = await read_params(request)
+        auth(request, params)
+        d = _dictionary(params)
+        edited = await edit_glossary(request, service, glossary_id, None, [d], False)
+        pair = (stored_code(service, d.source_lang), stored_code(service, d.target_lang))
+        (info,) = [i for i in edited.dictionaries if (i.source_lang, i.target_lang) == pair]
+        return _dictionary_info(info)
+
+    @router.delete("/glossaries/{glossary_id}/dictionaries", status_code=204)
+    async def delete_pair(glossary_id: str, request: Request) -> Response:
+        """DeepL ``DELETE /v3/glossaries/{id}/dictionaries?source_lang=&target_lang=``."""
+        params = await read_params(request)
+        auth(request, params)
+        source, target = _languages(service, params)
+        store = glossary_store(request, service)
+        g = await store.get_glossary(owner(request), glossary_id)
+        d = _held_pair(g, source, target)
+        await store.delete_glossary_dictionary(owner(request), g.id, d.source_lang, d.target_lang)
+        return Response(status_code=204)
 
     @router.get("/glossaries")
     async def list_all(request: Request) -> dict[str, Any]:
@@ -214,15 +280,10 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
         deepl-mock answers."""
         params = await read_params(request)
         auth(request, params)
-        source = _language(service, params, "source_lang")
-        target = _language(service, params, "target_lang")
+        source, target = _languages(service, params)
         store = glossary_store(request, service)
         g = await store.get_glossary(owner(request), glossary_id)
-        pair = [d for d in g.dictionaries
-                if (_code(d.source_lang), _code(d.target_lang)) == (source, target)]  # fmt: skip
-        if not pair:
-            raise GlossaryNotFound(f"Glossary {glossary_id[:100]!r} has no {source}->{target}.")
-        d = pair[0]
+        d = _held_pair(g, source, target)
         found = await store.glossary_entries(owner(request), g.id, d.source_lang, d.target_lang)
         tsv = await written_async(to_tsv, found)
         entry = {"source_lang": _code(d.source_lang), "target_lang": _code(d.target_lang),
