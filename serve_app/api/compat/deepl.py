@@ -28,7 +28,7 @@ from serve_app.api.compat.common import (
     read_params,
 )
 from serve_app.api.compat.deepl_documents import deepl_document_routes
-from serve_app.api.compat.deepl_glossaries import deepl_glossary_routes
+from serve_app.api.compat.deepl_glossaries import checked_id, deepl_glossary_routes
 from serve_app.api.compat.deepl_options import (
     DeepLOptions,
     deepl_options,
@@ -113,12 +113,15 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
         raise InvalidRequest("Parameter 'target_lang' not specified.")
     source = one(params, "source_lang") or "auto"
     refuse_unsupported(given_in(params))  # glossary_ids, style_id, custom_instructions...
-    if one(params, "glossary_id") and source == "auto":
-        raise InvalidRequest("Parameter 'source_lang' is required when using a glossary.")
+    glossary_id = one(params, "glossary_id")
+    if glossary_id:
+        glossary_id = checked_id(glossary_id)
+        if source == "auto":
+            raise InvalidRequest("Parameter 'source_lang' is required when using a glossary.")
     formality = _formality(service, one(params, "formality", "default"))
     common = {"source_lang": source, "target_lang": target, "formality": formality}
     common["context"] = one(params, "context")
-    common["glossary_id"] = one(params, "glossary_id")
+    common["glossary_id"] = glossary_id
     common |= deepl_markup(params)  # tag_handling and its tag lists
     options = deepl_options(params)  # split_sentences, preserve_formatting, model_type...
     if options.tag_handling_version == "v2" and common.get("format") == "xml":

@@ -17,6 +17,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from serve_app.api.compat.common import Params, get_and_post, one, read_params
+from serve_app.api.compat.deepl_glossaries import checked_id
 from serve_app.api.compat.deepl_options import refuse_unsupported
 from serve_app.api.documents import (
     field,
@@ -70,8 +71,10 @@ def deepl_document_routes(
             raise InvalidRequest("Parameter 'target_lang' not specified.")
         glossary_id = field(form, "glossary_id")
         refuse_unsupported(lambda name: any(form.getlist(name)))  # glossary_ids, style_id...
-        if glossary_id and not field(form, "source_lang"):
-            raise InvalidRequest("Parameter 'source_lang' is required when using a glossary.")
+        if glossary_id:
+            glossary_id = checked_id(glossary_id)
+            if not field(form, "source_lang"):
+                raise InvalidRequest("Parameter 'source_lang' is required when using a glossary.")
         name = field(form, "filename") or file.filename or ""
         wanted = field(form, "output_format")
         if wanted and name.rsplit(".", 1)[-1].lower() != wanted.lower().lstrip("."):

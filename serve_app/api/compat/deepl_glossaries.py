@@ -18,6 +18,7 @@ unknown id (deepl-python raises ``GlossaryNotFoundException``), 400 for bad entr
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +46,16 @@ from serve_app.store.validation import check_dictionary_count
 from serve_app.translation.service import TranslationService
 
 RequireAuth = Callable[[Request, Params], None]
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def checked_id(value: Any) -> str:
+    """A ``glossary_id`` as DeepL takes one: a UUID (every id the store makes is one).
+    Anything else is DeepL's 400 "Value for 'glossary_id' not supported.", as deepl-mock
+    answers, before the store is asked."""
+    if not isinstance(value, str) or not _UUID.fullmatch(value):
+        raise InvalidRequest("Value for 'glossary_id' not supported.")
+    return value
 
 
 def _time(ts: float) -> str:
@@ -166,12 +177,14 @@ def _v2_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
     async def get(glossary_id: str, request: Request) -> dict[str, Any]:
         """DeepL ``GET /v2/glossaries/{id}``."""
         auth(request, await read_params(request))
+        glossary_id = checked_id(glossary_id)
         return v2_info(await one_pair(request, glossary_id))
 
     @router.get("/glossaries/{glossary_id}/entries")
     async def entries(glossary_id: str, request: Request) -> Response:
         """DeepL ``GET /v2/glossaries/{id}/entries``: TSV."""
         auth(request, await read_params(request))
+        glossary_id = checked_id(glossary_id)
         g = await one_pair(request, glossary_id)
         d = g.dictionaries[0]
         store = glossary_store(request, service)
@@ -183,6 +196,7 @@ def _v2_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
     async def delete(glossary_id: str, request: Request) -> Response:
         """DeepL ``DELETE /v2/glossaries/{id}``."""
         auth(request, await read_params(request))
+        glossary_id = checked_id(glossary_id)
         await glossary_store(request, service).delete_glossary(owner(request), glossary_id)
         return Response(status_code=204)
 
@@ -230,6 +244,7 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
         whose entries are merged into the pairs' (a term given replaces its entry)."""
         params = await read_params(request)
         auth(request, params)
+        glossary_id = checked_id(glossary_id)
         name = _text(params, "name") if "name" in params else None
         dictionaries = _dictionaries(request, service, params, required=name is None)
         edited = await edit_glossary(request, service, glossary_id, name, dictionaries, True)
@@ -241,6 +256,7 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
         pair is added when the glossary lacks it); answers the dictionary's info."""
         params = await read_params(request)
         auth(request, params)
+        glossary_id = checked_id(glossary_id)
         d = _dictionary(params)
         edited = await edit_glossary(request, service, glossary_id, None, [d], False)
         pair = (stored_code(service, d.source_lang), stored_code(service, d.target_lang))
@@ -252,6 +268,7 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
         """DeepL ``DELETE /v3/glossaries/{id}/dictionaries?source_lang=&target_lang=``."""
         params = await read_params(request)
         auth(request, params)
+        glossary_id = checked_id(glossary_id)
         source, target = _languages(service, params)
         store = glossary_store(request, service)
         g = await store.get_glossary(owner(request), glossary_id)
@@ -270,6 +287,7 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
     async def get(glossary_id: str, request: Request) -> dict[str, Any]:
         """DeepL ``GET /v3/glossaries/{id}``."""
         auth(request, await read_params(request))
+        glossary_id = checked_id(glossary_id)
         store = glossary_store(request, service)
         return v3_info(await store.get_glossary(owner(request), glossary_id))
 
@@ -280,6 +298,7 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
         deepl-mock answers."""
         params = await read_params(request)
         auth(request, params)
+        glossary_id = checked_id(glossary_id)
         source, target = _languages(service, params)
         store = glossary_store(request, service)
         g = await store.get_glossary(owner(request), glossary_id)
@@ -294,6 +313,7 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
     async def delete(glossary_id: str, request: Request) -> Response:
         """DeepL ``DELETE /v3/glossaries/{id}``."""
         auth(request, await read_params(request))
+        glossary_id = checked_id(glossary_id)
         await glossary_store(request, service).delete_glossary(owner(request), glossary_id)
         return Response(status_code=204)
 

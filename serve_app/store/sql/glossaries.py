@@ -187,8 +187,7 @@ async def update(
             await _drop_pair(tx, glossary_id, d.source_lang, d.target_lang)
             await _write_pair(tx, glossary_id, d)
         await tx.execute(
-            "UPDATE glossaries SET name = COALESCE(?, name), revision = revision + 1 "
-            "WHERE id = ?",
+            "UPDATE glossaries SET name = COALESCE(?, name), revision = revision + 1 WHERE id = ?",
             name,
             glossary_id,
         )
@@ -232,9 +231,7 @@ async def delete_pair(
         if pair not in {(d.source_lang, d.target_lang) for d in glossary.dictionaries}:
             raise _pair_not_found(glossary_id, *pair)
         await _drop_pair(tx, glossary_id, *pair)
-        await tx.execute(
-            "UPDATE glossaries SET revision = revision + 1 WHERE id = ?", glossary_id
-        )
+        await tx.execute("UPDATE glossaries SET revision = revision + 1 WHERE id = ?", glossary_id)
         return await _read(tx, owner, glossary_id)
 
 

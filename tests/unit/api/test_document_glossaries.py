@@ -246,7 +246,8 @@ async def test_deepl_refusals_are_deepls_shape(setup: Setup) -> None:
     cases = [
         ({"target_lang": "DE", "glossary_id": gid}, DEEPL_A, 400, "source_lang"),
         ({**en_de, "target_lang": "FR"}, DEEPL_A, 400, "en->fr"),
-        ({**en_de, "glossary_id": "nope"}, DEEPL_A, 404, ""),
+        ({**en_de, "glossary_id": "nope"}, DEEPL_A, 400, "Value for 'glossary_id' not supported"),
+        ({**en_de, "glossary_id": "00000000-0000-4000-8000-000000000000"}, DEEPL_A, 404, ""),
         (en_de, DEEPL_B, 404, ""),
         ({**en_de, "glossary_ids": gid}, DEEPL_A, 400, "glossary_id"),
         # deepl-python 1.32's style_rule and translation_memory: ignored before.

@@ -270,6 +270,9 @@ async def test_translate_errors_in_each_apis_shape(client: httpx.AsyncClient) ->
     assert "en->de" in r.text
     deepl = {"text": ["cart"], "source_lang": "EN", "target_lang": "DE", "glossary_id": "nope"}
     r = await client.post("/v2/translate", json=deepl, headers=DEEPL_A)
+    assert (r.status_code, r.json()) == (400, {"message": "Value for 'glossary_id' not supported."})
+    deepl["glossary_id"] = "00000000-0000-4000-8000-000000000000"  # a UUID, as DeepL's ids
+    r = await client.post("/v2/translate", json=deepl, headers=DEEPL_A)
     assert r.status_code == 404
     assert set(r.json()) == {"message"}
     r = await client.post("/v2/translate", json={**deepl, "source_lang": None}, headers=DEEPL_A)
@@ -523,3 +526,44 @@ async def test_inline_terms_are_held_to_the_stored_terms_rules(
     assert r.status_code == 422
     assert r.json()["error"]["code"] == "invalid_request"
     assert "glossary.0" in r.json()["error"]["message"]
+
+
+ABSENT_UUID = "00000000-0000-4000-8000-000000000000"
+V3_DICTIONARY = {
+    "source_lang": "EN",
+    "target_lang": "DE",
+    "entries": "a\tb",
+    "entries_format": "tsv",
+}
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v2/glossaries/{}"),
+        ("GET", "/v2/glossaries/{}/entries"),
+        ("DELETE", "/v2/glossaries/{}"),
+        ("GET", "/v3/glossaries/{}"),
+        ("GET", "/v3/glossaries/{}/entries?source_lang=EN&target_lang=DE"),
+        ("PATCH", "/v3/glossaries/{}"),
+        ("PUT", "/v3/glossaries/{}/dictionaries"),
+        ("DELETE", "/v3/glossaries/{}/dictionaries?source_lang=EN&target_lang=DE"),
+        ("DELETE", "/v3/glossaries/{}"),
+    ],
+)
+async def test_a_deepl_glossary_id_that_is_no_uuid_is_400_after_the_key_check(
+    client: httpx.AsyncClient, method: str, path: str
+) -> None:
+    """As deepl-mock validates ids (``uuid.validate``); every id the store makes is one."""
+    body = {"PATCH": {"name": "x"}, "PUT": V3_DICTIONARY}.get(method)
+    for gid, headers, status in [
+        ("not-a-uuid", DEEPL_A, 400),
+        (ABSENT_UUID + "%0A", DEEPL_A, 400),
+        (ABSENT_UUID, DEEPL_A, 404),
+        ("not-a-uuid", {}, 403),
+    ]:
+        r = await client.request(method, path.format(gid), json=body, headers=headers)
+        assert r.status_code == status, (gid, r.text)
+        assert set(r.json()) == {"message"}
+        if status == 400:
+            assert r.json()["message"] == "Value for 'glossary_id' not supported."
