@@ -41,7 +41,7 @@ from serve_app.core.errors import (
     InvalidRequest,
     UnsupportedLanguage,
 )
-from serve_app.store import DictionaryInfo, Glossary
+from serve_app.store import DictionaryInfo, Glossary, Store
 from serve_app.store.validation import check_dictionary_count
 from serve_app.translation.service import TranslationService
 
@@ -229,6 +229,20 @@ def _held_pair(g: Glossary, source: str, target: str) -> DictionaryInfo:
 
 
 def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth) -> None:
+    async def named_pair(
+        request: Request, glossary_id: str
+    ) -> tuple[Store, Glossary, DictionaryInfo]:
+        """The store, the request's glossary and the dictionary its ``source_lang`` and
+        ``target_lang`` name: the key checked first, then the id and the languages (400),
+        then the glossary (404) and its pairs (404)."""
+        params = await read_params(request)
+        auth(request, params)
+        glossary_id = checked_id(glossary_id)
+        source, target = _languages(service, params)
+        store = glossary_store(request, service)
+        g = await store.get_glossary(owner(request), glossary_id)
+        return store, g, _held_pair(g, source, target)
+
     @router.post("/glossaries", status_code=201)
     async def create(request: Request) -> dict[str, Any]:
         """DeepL ``POST /v3/glossaries``: ``name`` and ``dictionaries``."""
@@ -266,13 +280,7 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
     @router.delete("/glossaries/{glossary_id}/dictionaries", status_code=204)
     async def delete_pair(glossary_id: str, request: Request) -> Response:
         """DeepL ``DELETE /v3/glossaries/{id}/dictionaries?source_lang=&target_lang=``."""
-        params = await read_params(request)
-        auth(request, params)
-        glossary_id = checked_id(glossary_id)
-        source, target = _languages(service, params)
-        store = glossary_store(request, service)
-        g = await store.get_glossary(owner(request), glossary_id)
-        d = _held_pair(g, source, target)
+        store, g, d = await named_pair(request, glossary_id)
         await store.delete_glossary_dictionary(owner(request), g.id, d.source_lang, d.target_lang)
         return Response(status_code=204)
 
@@ -296,13 +304,7 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
         """DeepL ``GET /v3/glossaries/{id}/entries?source_lang=&target_lang=``: the languages
         are checked before the glossary is read, and a pair it lacks is a 404, as
         deepl-mock answers."""
-        params = await read_params(request)
-        auth(request, params)
-        glossary_id = checked_id(glossary_id)
-        source, target = _languages(service, params)
-        store = glossary_store(request, service)
-        g = await store.get_glossary(owner(request), glossary_id)
-        d = _held_pair(g, source, target)
+        store, g, d = await named_pair(request, glossary_id)
         found = await store.glossary_entries(owner(request), g.id, d.source_lang, d.target_lang)
         tsv = await written_async(to_tsv, found)
         entry = {"source_lang": _code(d.source_lang), "target_lang": _code(d.target_lang),
