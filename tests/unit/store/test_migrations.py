@@ -8,6 +8,7 @@ import sqlite3
 
 import pytest
 
+from serve_app.store import GlossaryDictionary
 from serve_app.store.sql.database import Migration, migrations
 from serve_app.store.sql.store import SqlStore
 from serve_app.store.sqlite import PRAGMAS, _set_pragmas
@@ -63,3 +64,18 @@ async def test_pragmas_give_up_past_the_deadline_and_on_other_errors() -> None:
         await _set_pragmas(_LockedConn(locked=10**6), retry_s=0.2)  # type: ignore[arg-type]
     with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
         await _set_pragmas(_LockedConn(locked=1, error="disk I/O error"))  # type: ignore[arg-type]
+
+
+async def test_glossaries_of_schema_1_are_kept_by_migration_2(store_factory: StoreFactory) -> None:
+    """A store made before glossaries could be edited: its glossaries read back after the
+    upgrade at revision 0, and edits work on them."""
+    store = await store_factory()
+    assert isinstance(store, SqlStore)
+    made = await store.create_glossary("k1", "old", [GlossaryDictionary("en", "de", (("a", "b"),))])
+    async with store.db.tx() as tx:  # back to schema 1
+        await tx.execute("ALTER TABLE glossaries DROP COLUMN revision")
+        await tx.execute("DELETE FROM schema_version WHERE version = 2")
+    upgraded = await store_factory()
+    assert await upgraded.get_glossary("k1", made.id) == made
+    edit = [GlossaryDictionary("en", "de", (("c", "d"),))]
+    assert (await upgraded.update_glossary("k1", made.id, None, edit, True)).revision == 1
