@@ -150,19 +150,18 @@ def test_deepl_client_edits_a_multilingual_glossary(url: str) -> None:
     en_fr = MultilingualGlossaryDictionaryEntries("EN", "FR", {"cart": "panier"})
     info = client.replace_multilingual_glossary_dictionary(glossary, en_fr)
     assert (info.source_lang, info.target_lang, info.entry_count) == ("EN", "FR", 1)
+    # By id: the client checks a glossary object's own (now old) list of pairs itself.
+    gid = glossary.glossary_id
     for _ in range(4):  # both replicas read the edited glossary
-        result = client.translate_text(
-            "cart", source_lang="EN", target_lang="FR", glossary=glossary
-        )
+        result = client.translate_text("cart", source_lang="EN", target_lang="FR", glossary=gid)
         assert isinstance(result.text, str)
     client.delete_multilingual_glossary_dictionary(glossary, source_lang="EN", target_lang="FR")
     with pytest.raises(deepl.DeepLException, match="en->fr"):
-        client.translate_text("cart", source_lang="EN", target_lang="FR", glossary=glossary)
+        client.translate_text("cart", source_lang="EN", target_lang="FR", glossary=gid)
     with pytest.raises(deepl.GlossaryNotFoundException):
         translator(url, KEY_B).update_multilingual_glossary_name(glossary, "theirs")
     edit = {"mode": "replace", "dictionaries": [{"source_lang": "en", "target_lang": "de",
                                                  "entries": "basket\tKorb"}]}  # fmt: skip
-    gid = glossary.glossary_id
     r = httpx.patch(f"{url}/glossaries/{gid}", json=edit, headers=bearer(KEY_A), timeout=60)
     assert (r.status_code, r.json()["entry_count"]) == (200, 1), r.text
     assert client.get_multilingual_glossary(gid).name == "edited"
@@ -233,8 +232,10 @@ def test_document_glossary_errors_in_deepls_shape(url: str) -> None:
     upload = functools.partial(client.translate_document_upload, data, filename="a.txt")
     with pytest.raises(deepl.DeepLException, match="en->fr"):  # the pair must match
         upload(target_lang="FR", source_lang="EN", glossary=glossary.glossary_id)
+    with pytest.raises(deepl.DeepLException, match="'glossary_id' not supported"):
+        upload(target_lang="DE", source_lang="EN", glossary="no-such-glossary")  # no UUID
     with pytest.raises(deepl.DeepLException, match="not found"):
-        upload(target_lang="DE", source_lang="EN", glossary="no-such-glossary")
+        upload(target_lang="DE", source_lang="EN", glossary="00000000-0000-4000-8000-000000000000")
     other_key, gid = translator(url, KEY_B), glossary.glossary_id
     with pytest.raises(deepl.DeepLException, match="not found"):  # another key's glossary
         other_key.translate_document_upload(
