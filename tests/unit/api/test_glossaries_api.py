@@ -216,9 +216,10 @@ async def test_glossary_id_applies_on_every_native_route(client: httpx.AsyncClie
 async def test_a_glossarys_entries_are_read_once_and_a_deleted_one_is_gone(
     store: Store, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A stored glossary never changes, so each replica reads a pair's entries once and
-    keeps their term index (``core.glossary_terms.IndexCache``); every request still reads
-    the glossary itself, so a deleted one is a 404 at once, and another key's id stays one."""
+    """Until a glossary is edited (its revision rises: tests/unit/api/test_glossary_edits_api.py),
+    each replica reads a pair's entries once and keeps their term index
+    (``core.glossary_terms.IndexCache``); every request still reads the glossary itself, so a
+    deleted one is a 404 at once, and another key's id stays one."""
     reads: list[str] = []
     entries = store.glossary_entries
 
