@@ -213,6 +213,17 @@ def _dictionaries(
     return [_dictionary(d) for d in raw]
 
 
+def _edited_dictionary(
+    request: Request, service: TranslationService, params: Params, required: bool
+) -> list[NewDictionary]:
+    """A PATCH's ``dictionaries``: none or one, as DeepL's API reference has it ("currently
+    only supports 0 or 1 dictionaries"); deepl-mock refuses more with a 400 too."""
+    dictionaries = _dictionaries(request, service, params, required)
+    if len(dictionaries) > 1:
+        raise InvalidRequest("Only one dictionary can be edited at a time.")
+    return dictionaries
+
+
 def _languages(service: TranslationService, params: Params) -> tuple[str, str]:
     """``source_lang`` and ``target_lang`` of a request naming one of a glossary's
     dictionaries, checked before the glossary is read (400), as deepl-mock does."""
@@ -254,13 +265,14 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
 
     @router.patch("/glossaries/{glossary_id}")
     async def edit(glossary_id: str, request: Request) -> dict[str, Any]:
-        """DeepL ``PATCH /v3/glossaries/{id}``: a new ``name`` and/or ``dictionaries``
-        whose entries are merged into the pairs' (a term given replaces its entry)."""
+        """DeepL ``PATCH /v3/glossaries/{id}``: a new ``name`` and/or one dictionary
+        whose entries are merged into the pair's (a term given replaces its entry); more
+        than one is a 400, as DeepL's API reference and deepl-mock have it."""
         params = await read_params(request)
         auth(request, params)
         glossary_id = checked_id(glossary_id)
         name = _text(params, "name") if "name" in params else None
-        dictionaries = _dictionaries(request, service, params, required=name is None)
+        dictionaries = _edited_dictionary(request, service, params, required=name is None)
         edited = await edit_glossary(request, service, glossary_id, name, dictionaries, True)
         return v3_info(edited)
 

@@ -196,6 +196,12 @@ async def test_deepl_v3_edits_as_deepl_python_sends_them(api: httpx.AsyncClient)
         ("PATCH", "", {"dictionaries": "cart"}, 400),
         ("PATCH", "", {"dictionaries": [_v3_dictionary("DE", "a\tb\na\tc")]}, 400),
         ("PATCH", "", {"dictionaries": [_v3_dictionary("XX", "a\tb")]}, 400),
+        (
+            "PATCH",
+            "",
+            {"dictionaries": [_v3_dictionary("DE", "a\tb"), _v3_dictionary("FR", "a\tb")]},
+            400,
+        ),
         ("PUT", "/dictionaries", {"source_lang": "EN", "target_lang": "DE"}, 400),
         ("PUT", "/dictionaries", {**_v3_dictionary("DE", "a\tb"), "entries_format": "xml"}, 400),
         (
@@ -218,4 +224,20 @@ async def test_deepl_v3_edit_errors_in_deepls_shape(
     r = await api.request(method, url, json=body, headers=DEEPL_A)
     assert r.status_code == status, r.text
     assert set(r.json()) == {"message"}
+    assert (await api.get(f"/v3/glossaries/{g['glossary_id']}", headers=DEEPL_A)).json() == g
+
+
+async def test_deepl_v3_patch_edits_one_dictionary_at_a_time(api: httpx.AsyncClient) -> None:
+    """DeepL's reference: ``dictionaries`` of a PATCH "only supports 0 or 1 dictionaries";
+    two are refused whole (neither is merged), as deepl-mock refuses them."""
+    created = {"name": "one", "dictionaries": [_v3_dictionary("DE", "cart\tWarenkorb")]}
+    g = (await api.post("/v3/glossaries", json=created, headers=DEEPL_A)).json()
+    two = [_v3_dictionary("DE", "tax\tSteuer"), _v3_dictionary("FR", "tax\timpôt")]
+    r = await api.patch(
+        f"/v3/glossaries/{g['glossary_id']}", json={"dictionaries": two}, headers=DEEPL_A
+    )
+    assert (r.status_code, r.json()) == (
+        400,
+        {"message": "Only one dictionary can be edited at a time."},
+    )
     assert (await api.get(f"/v3/glossaries/{g['glossary_id']}", headers=DEEPL_A)).json() == g
