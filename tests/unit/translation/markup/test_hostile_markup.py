@@ -122,12 +122,12 @@ def test_a_table_row_of_thousands_of_cells_is_read_in_linear_time() -> None:
     # Each cell's line end was searched from the cell: the rest of the row scanned once per
     # cell (~10 s to a 413 at the 100,000-character limit). Timed against the same cells in
     # 100 tables of 250, in the same process (a ratio, whatever the machine's speed): 1.0-1.1
-    # now, 2.6 before.
+    # now, 2.6 before. The best of three runs each: one run beside CI's other tier read 1.61.
     row = "|a" * 25_000 + "\n" + "|-" * 25_000
     tables = "\n\n".join("|a" * 250 + "\n" + "|-" * 250 for _ in range(100))
-    assert seconds(lambda: parse("markdown", row)) < 1.5 * seconds(
-        lambda: parse("markdown", tables)
-    )
+    one_row = min(seconds(lambda: parse("markdown", row)) for _ in range(3))
+    many_tables = min(seconds(lambda: parse("markdown", tables)) for _ in range(3))
+    assert one_row < 1.8 * many_tables
     assert parse("markdown", row).verbatim() == row
 
 
