@@ -202,26 +202,22 @@ def _v2_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
 
 
 def _dictionaries(
-    request: Request, service: TranslationService, params: Params, required: bool
+    request: Request,
+    service: TranslationService,
+    params: Params,
+    required: bool,
+    one_at_most: bool = False,
 ) -> list[NewDictionary]:
     """Parameter ``dictionaries``: a list of objects (may be absent unless ``required``);
-    too many are refused before any is read."""
+    too many are refused before any is read. ``one_at_most``: a PATCH's, which DeepL's API
+    reference limits to "0 or 1 dictionaries" (deepl-mock refuses more with a 400 too)."""
     raw = params.get("dictionaries") or []
     if (required and not raw) or not all(isinstance(d, dict) for d in raw):
         raise InvalidRequest("Parameter 'dictionaries' must be a list of objects.")
     check_dictionary_count(len(raw), glossary_store(request, service).limits)
-    return [_dictionary(d) for d in raw]
-
-
-def _edited_dictionary(
-    request: Request, service: TranslationService, params: Params, required: bool
-) -> list[NewDictionary]:
-    """A PATCH's ``dictionaries``: none or one, as DeepL's API reference has it ("currently
-    only supports 0 or 1 dictionaries"); deepl-mock refuses more with a 400 too."""
-    dictionaries = _dictionaries(request, service, params, required)
-    if len(dictionaries) > 1:
+    if one_at_most and len(raw) > 1:
         raise InvalidRequest("Only one dictionary can be edited at a time.")
-    return dictionaries
+    return [_dictionary(d) for d in raw]
 
 
 def _languages(service: TranslationService, params: Params) -> tuple[str, str]:
@@ -272,7 +268,7 @@ def _v3_routes(router: APIRouter, service: TranslationService, auth: RequireAuth
         auth(request, params)
         glossary_id = checked_id(glossary_id)
         name = _text(params, "name") if "name" in params else None
-        dictionaries = _edited_dictionary(request, service, params, required=name is None)
+        dictionaries = _dictionaries(request, service, params, name is None, one_at_most=True)
         edited = await edit_glossary(request, service, glossary_id, name, dictionaries, True)
         return v3_info(edited)
 
