@@ -9,7 +9,9 @@ text) the messages, through the same validation, admission, accounting and engin
 (``ChatServing``). The answer is one ``message`` output item with one ``output_text`` part;
 streamed, OpenAI's typed events (``response.created``, ``response.output_text.delta`` ...
 ``response.completed``). Nothing is stored, so ``previous_response_id`` is refused, as are
-tools and structured output.
+tools and structured output. A response echoes the settings it was asked with
+(``instructions``, ``metadata``, ``temperature``, ``top_p``, ``max_output_tokens``, ``user``,
+``text``, ``truncation``) as OpenAI's do, and says ``store: false``: nothing is kept.
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ MAX_INPUT_MESSAGES = 255
 TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 # What ``include`` asks for to get the output's logprobs.
 LOGPROBS = "message.output_text.logprobs"
+# OpenAI's bounds on ``metadata``: pairs, key and value characters.
+MAX_METADATA_PAIRS = 16
+MAX_METADATA_KEY_CHARS = 64
+MAX_METADATA_VALUE_CHARS = 512
 
 
 class _Request(BaseModel):
@@ -78,6 +84,38 @@ class TextOptions(_Request):
     format: TextFormat | None = None
 
 
+def _check_metadata(metadata: dict[str, str] | None) -> None:
+    """OpenAI's limits on ``metadata``, which a response echoes."""
+    if metadata is None:
+        return
+    if len(metadata) > MAX_METADATA_PAIRS:
+        raise ValueError(f"metadata: at most {MAX_METADATA_PAIRS} key-value pairs")
+    for key, value in metadata.items():
+        if len(key) > MAX_METADATA_KEY_CHARS:
+            raise ValueError(f"metadata: keys of at most {MAX_METADATA_KEY_CHARS} characters")
+        if len(value) > MAX_METADATA_VALUE_CHARS:
+            raise ValueError(f"metadata: values of at most {MAX_METADATA_VALUE_CHARS} characters")
+
+
+class ResponseSettings(BaseModel):
+    """What a response echoes of its request, as OpenAI's responses do: the settings asked
+    (``None`` where left out: the served model's own sampling applies), ``store`` false
+    (nothing is kept here), the text format and truncation this server answers with."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instructions: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+    temperature: float | None = None
+    top_p: float | None = None
+    max_output_tokens: int | None = None
+    user: str | None = None
+    previous_response_id: None = None
+    store: Literal[False] = False
+    text: dict[str, Any] = Field(default_factory=lambda: {"format": {"type": "text"}})
+    truncation: Literal["disabled"] = "disabled"
+
+
 def _refuse_stored(previous_response_id: str | None, conversation: Any, prompt: Any) -> None:
     """Nothing is stored here, so nothing stored can be named."""
     if previous_response_id:
@@ -101,6 +139,8 @@ class ResponsesRequest(_Request):
     top_p: float | None = Field(None, gt=0, le=1)
     stream: bool = False
     text: TextOptions | None = None
+    metadata: dict[str, str] | None = None
+    user: str | None = None
     # Refused when set: this server cannot honour them (as chat completions refuse them).
     tools: list[Any] | None = None
     tool_choice: Any = None  # "none" and "auto" ask for nothing
@@ -124,9 +164,21 @@ class ResponsesRequest(_Request):
         if self.top_logprobs or LOGPROBS in (self.include or ()):
             raise ValueError("logprobs are not supported by this server")
         _refuse_stored(self.previous_response_id, self.conversation, self.prompt)
+        _check_metadata(self.metadata)
         if self.text and self.text.format and self.text.format.type != "text":
             raise ValueError("text.format: only type 'text' is supported")
         return self
+
+    def settings(self) -> ResponseSettings:
+        """What the response echoes of this request."""
+        return ResponseSettings(
+            instructions=self.instructions,
+            metadata=self.metadata or {},
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_output_tokens=self.max_output_tokens,
+            user=self.user,
+        )
 
     def as_chat(self) -> ChatCompletionRequest:
         """The chat completion this response is."""
@@ -180,7 +232,7 @@ class IncompleteDetails(_Answer):
     reason: Literal["max_output_tokens"] = "max_output_tokens"
 
 
-class ResponseObject(_Answer):
+class ResponseObject(ResponseSettings):
     id: str
     object: Literal["response"] = "response"
     created_at: int
@@ -222,8 +274,9 @@ def finished_response(
     text: str,
     reason: FinishReason,
     usage: CompletionUsage,
+    settings: ResponseSettings,
 ) -> ResponseObject:
-    """The response with its one message, once generated."""
+    """The response with its one message, once generated, echoing ``settings``."""
     status = _status(reason)
     message = OutputMessage(
         id=message_id(request_id), status=status, content=[OutputText(text=text)]
@@ -236,11 +289,14 @@ def finished_response(
         model=model,
         output=[message],
         usage=_usage(usage),
+        **settings.model_dump(),
     )
 
 
-def response_of(completion: ChatCompletion, request_id: str) -> ResponseObject:
-    """A (one-choice) chat completion as a response."""
+def response_of(
+    completion: ChatCompletion, request_id: str, settings: ResponseSettings
+) -> ResponseObject:
+    """A (one-choice) chat completion as a response echoing ``settings``."""
     (choice,) = completion.choices
     return finished_response(
         request_id,
@@ -249,6 +305,7 @@ def response_of(completion: ChatCompletion, request_id: str) -> ResponseObject:
         choice.message.content,
         choice.finish_reason,
         completion.usage,
+        settings,
     )
 
 
@@ -259,9 +316,10 @@ class ResponseEventWriter:
     started is an ``error`` event (OpenAI's fields, and ``error`` in OpenAI's error shape, on
     which the ``openai`` client and Bob raise)."""
 
-    def __init__(self, request_id: str, model: str) -> None:
+    def __init__(self, request_id: str, model: str, settings: ResponseSettings) -> None:
         self.request_id = request_id
         self.model = model
+        self.settings = settings
         self.created = int(time.time())
         self.sequence = 0
         self.text: list[str] = []
@@ -288,6 +346,7 @@ class ResponseEventWriter:
             status="in_progress",
             model=self.model,
             output=[],
+            **self.settings.model_dump(),
         )
         part = OutputText(text="").model_dump()
         return (
@@ -318,7 +377,13 @@ class ResponseEventWriter:
 
     def closing(self, usage: CompletionUsage) -> bytes:
         done = finished_response(
-            self.request_id, self.model, self.created, "".join(self.text), self.reason, usage
+            self.request_id,
+            self.model,
+            self.created,
+            "".join(self.text),
+            self.reason,
+            usage,
+            self.settings,
         )
         return self._event(f"response.{done.status}", response=done.model_dump())
 

@@ -107,12 +107,13 @@ def openai_router(app: FastAPI, service: TranslationService) -> None:
         body: ResponsesRequest, request: Request
     ) -> ResponseObject | StreamingResponse:
         """``instructions`` and ``input`` as a chat completion's messages; the output is
-        one message of text (Responses API, text only)."""
+        one message of text (Responses API, text only), echoing the request's settings."""
+        settings = body.settings()
         return await serve(
             body.as_chat(),
             request,
-            response_of,
-            lambda request_id: ResponseEventWriter(request_id, chat.model),
+            lambda completion, request_id: response_of(completion, request_id, settings),
+            lambda request_id: ResponseEventWriter(request_id, chat.model, settings),
         )
 
     app.include_router(router)
