@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -68,6 +69,13 @@ STATUS: dict[type[e.ServiceError], int] = {
 # A 503 raised without a time of its own (a store that went away, say): clients that honour
 # Retry-After (DeepL's, OpenAI's) wait this long before their retry instead of guessing.
 UNAVAILABLE_RETRY_AFTER_S = 1
+
+# Starlette's detail of a 404 no route matched, and the most of a path its answer repeats.
+NOT_FOUND = "Not Found"
+MAX_SHOWN_PATH_CHARS = 200
+# What a shown path keeps as it is (RFC 3986's path characters and ``%``); the rest is
+# percent-encoded.
+PATH_SAFE = "/:@!$&'()*+,;=-._~%"
 
 # Headers an error type's answer carries: what the client should send instead.
 HEADERS: dict[type[e.ServiceError], dict[str, str]] = {
@@ -226,9 +234,25 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
         return _respond(request, 422, e.InvalidRequest.code, message)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
     headers = exc.headers
+    message = str(exc.detail)
     if exc.status_code == 405:
         headers = {**(headers or {}), "Allow": allowed_methods(request)}
-    return _respond(request, exc.status_code, code, str(exc.detail), headers)
+    if exc.status_code == 404 and message == NOT_FOUND:
+        message = not_offered_message(request)
+    return _respond(request, exc.status_code, code, message, headers)
+
+
+def not_offered_message(request: Request) -> str:
+    """A 404 for a path no route serves, naming it: DeepL's client showed ``Not found,
+    message: Not Found`` for ``rephrase_text`` (DeepL Write), OpenAI's ``Error code: 404 -
+    Not Found`` for ``completions.create``, neither saying what was missing. The path is
+    shown as sent, percent-encoded (no control or bidirectional character reaches the
+    message) and cut at ``MAX_SHOWN_PATH_CHARS``."""
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    path = quote(raw, safe=PATH_SAFE)
+    if len(path) > MAX_SHOWN_PATH_CHARS:
+        path = path[:MAX_SHOWN_PATH_CHARS] + "..."
+    return f"Not Found: this server does not offer {request.method} {path}."
 
 
 def allowed_methods(request: Request) -> str:

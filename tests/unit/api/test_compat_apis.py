@@ -243,11 +243,26 @@ async def test_libre_errors(client: httpx.AsyncClient, path: str, body) -> None:
     assert set(r.json()) == {"error"}
 
 
+async def test_a_path_not_offered_is_shown_percent_encoded_and_cut(
+    client: httpx.AsyncClient,
+) -> None:
+    """A 404's message names the path as sent: a NUL, a bidirectional override or markup
+    in it stay percent-encoded, and a long one is cut."""
+    r = await client.get("/v2/%00%e2%80%ae<b>", headers=AUTH)
+    assert r.json() == {
+        "message": "Not Found: this server does not offer GET /v2/%00%e2%80%ae%3Cb%3E."
+    }
+    long = (await client.get("/v1/" + "a" * 9000)).json()["error"]["message"]
+    assert long.endswith("a" * 196 + "....")
+    assert len(long) < 300
+
+
 async def test_libre_prefix_does_not_touch_the_native_api(client: httpx.AsyncClient) -> None:
     r = await client.post("/translate", json={"q": "Hi", "target": "de"})
     assert r.status_code == 422
     assert r.json()["error"]["code"] == "invalid_request"
-    assert (await client.get(f"{LT}/nope")).json() == {"error": "Not Found"}
+    nope = (await client.get(f"{LT}/nope")).json()
+    assert nope == {"error": "Not Found: this server does not offer GET /libretranslate/nope."}
 
 
 @pytest.mark.parametrize(
