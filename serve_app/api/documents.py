@@ -15,6 +15,7 @@ resolve it, and its entries that occur in the document are kept with the job.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -24,10 +25,17 @@ from starlette.datastructures import FormData, UploadFile
 
 from serve_app.api.bodies import request_form
 from serve_app.api.glossaries import stored_glossary
+from serve_app.api.keys import charged
 from serve_app.core.errors import DocumentTooLarge, InvalidRequest
 from serve_app.core.schemas import MAX_GLOSSARY_ID_CHARS
 from serve_app.documents import FORMATS
-from serve_app.documents.jobs import GLOSSARY_ID, Upload, file_name, seconds_remaining
+from serve_app.documents.jobs import (
+    GLOSSARY_ID,
+    Submitted,
+    Upload,
+    file_name,
+    seconds_remaining,
+)
 from serve_app.documents.replica import ReplicaDocuments
 from serve_app.store import DocumentJob, owner_of
 
@@ -114,6 +122,13 @@ def field(form: FormData, name: str) -> str | None:
     return value or None
 
 
+async def submit(request: Request, documents: ReplicaDocuments, upload: Upload) -> Submitted:
+    """``upload`` stored as the caller's job, its characters charged to the caller's key
+    as a translation's are (a quota it does not fit refuses it: DeepL's 456, the native and
+    LibreTranslate 429), as DeepL counts a document's characters in its usage."""
+    return await documents.submit(owner(request), upload, partial(charged, request))
+
+
 async def with_glossary(
     request: Request, documents: ReplicaDocuments, upload: Upload, glossary_id: str | None
 ) -> Upload:
@@ -169,7 +184,7 @@ def documents_router(app: FastAPI, documents: ReplicaDocuments) -> None:
         up = Upload(file.filename or "", data, target, field(form, "source_lang"),
                     field(form, "format"), formality)  # fmt: skip
         up = await with_glossary(request, documents, up, field(form, "glossary_id"))
-        submitted = await documents.submit(owner(request), up)
+        submitted = await submit(request, documents, up)
         return DocumentCreated(**status_of(submitted.job).model_dump(), document_key=submitted.key)
 
     @router.get("", response_model=list[DocumentStatus])

@@ -20,6 +20,7 @@ import secrets
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,11 @@ class Upload:
     glossary: Entries = ()  # the stored glossary's entries for the job's language pair
 
 
+# Charges a document's characters to its caller (``api.keys.charged``): entered before the
+# job is stored, it refuses what the caller's quota cannot take and refunds on an error.
+Charge = Callable[[int], AbstractAsyncContextManager[object]]
+
+
 @dataclass(frozen=True)
 class Submitted:
     job: DocumentJob
@@ -122,10 +128,17 @@ class DocumentJobs:
         self.reading = ThreadGate(config.reading_threads, config.reading_queue, "uploads")
 
     async def submit(
-        self, owner: str, upload: Upload, detect: Callable[[list[str]], str] | None = None
+        self,
+        owner: str,
+        upload: Upload,
+        detect: Callable[[list[str]], str] | None = None,
+        charge: Charge | None = None,
     ) -> Submitted:
         """Reads the file (400 if malformed, 413 beyond the limits) and stores the job;
-        ``detect`` (segment texts -> language code) fills in a missing source language."""
+        ``detect`` (segment texts -> language code) fills in a missing source language;
+        ``charge`` is entered with the document's characters (its ``billed_characters``)
+        around the job's creation: a quota it does not fit refuses the upload, and a job the
+        store does not create is refunded."""
         name = file_name(upload.filename)
         fmt = format_for(name, upload.format)
         segments, terms = await self.reading.run(_read, fmt, upload, self.limits)
@@ -142,16 +155,18 @@ class DocumentJobs:
             options[MARKUP] = fmt.markup
         if upload.glossary_id:
             options |= _glossary_options(upload.glossary_id, terms)
-        job = await self.store.create_document(
-            owner,
-            name or f"document.{fmt.name}",
-            fmt.name,
-            source,
-            upload.target_lang,
-            options,
-            upload.data,
-            [NewSegment(s.text, s.context or None) for s in segments],
-        )
+        characters = sum(len(s.text) for s in segments)
+        async with charge(characters) if charge else nullcontext():
+            job = await self.store.create_document(
+                owner,
+                name or f"document.{fmt.name}",
+                fmt.name,
+                source,
+                upload.target_lang,
+                options,
+                upload.data,
+                [NewSegment(s.text, s.context or None) for s in segments],
+            )
         return Submitted(job, key)
 
     async def status(self, owner: str | None, job_id: str, key: str | None = None) -> DocumentJob:

@@ -22,6 +22,7 @@ from serve_app.core.schemas import TranslateRequest
 from serve_app.documents.jobs import (
     GLOSSARY,
     MARKUP,
+    Charge,
     DocumentJobs,
     Submitted,
     Upload,
@@ -101,15 +102,17 @@ class ReplicaDocuments:
                 logger.debug("document backlog not read: %r", exc)
             await asyncio.sleep(BACKLOG_PERIOD_S)
 
-    async def submit(self, owner: str, upload: Upload) -> Submitted:
-        """Checks the languages (400 before anything is stored), reads and stores the job;
-        without a source language, it is detected once from the document's text."""
+    async def submit(self, owner: str, upload: Upload, charge: Charge | None = None) -> Submitted:
+        """Checks the languages (400 before anything is stored), reads and stores the job
+        (its characters charged by ``charge``); without a source language, it is detected
+        once from the document's text."""
         languages = self.service.languages
         target = languages.resolve(upload.target_lang).code
         auto = not upload.source_lang or upload.source_lang.strip().lower() == "auto"
         source = None if auto else languages.resolve(upload.source_lang).code
         upload = replace(upload, target_lang=target, source_lang=source)
-        return await self.jobs.submit(owner, upload, detect=None if source else self._detect)
+        detect = None if source else self._detect
+        return await self.jobs.submit(owner, upload, detect, charge)
 
     def _detect(self, texts: list[str]) -> str:
         sample = _TAGS.sub(" ", " ".join(texts)[: _SAMPLE_CHARS * 2])[:_SAMPLE_CHARS]

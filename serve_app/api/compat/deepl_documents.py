@@ -25,6 +25,7 @@ from serve_app.api.documents import (
     owner,
     public_state,
     read_upload,
+    submit,
     with_glossary,
 )
 from serve_app.core.errors import InvalidRequest, UnsupportedOption
@@ -82,7 +83,7 @@ def deepl_document_routes(
         up = Upload(name, data, target, field(form, "source_lang"), None,
                     formality(field(form, "formality") or "default"))  # fmt: skip
         up = await with_glossary(request, documents, up, glossary_id)
-        submitted = await documents.submit(owner(request), up)
+        submitted = await submit(request, documents, up)
         return {"document_id": submitted.job.id, "document_key": submitted.key}
 
     @get_and_post(router, "/document/{document_id}", "deepl_document_status")

@@ -16,7 +16,13 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request, Response
 
-from serve_app.api.documents import field, file_response, owner, read_upload, with_glossary
+from serve_app.api.documents import (
+    field,
+    file_response,
+    read_upload,
+    submit,
+    with_glossary,
+)
 from serve_app.core.errors import InvalidRequest
 from serve_app.documents.jobs import Upload
 from serve_app.documents.replica import ReplicaDocuments
@@ -36,7 +42,7 @@ def libre_document_routes(router: APIRouter, documents: ReplicaDocuments, prefix
             raise InvalidRequest("Invalid request: empty file")
         up = Upload(file.filename, data, target, field(form, "source"))
         up = await with_glossary(request, documents, up, field(form, "glossary_id"))
-        submitted = await documents.submit(owner(request), up)
+        submitted = await submit(request, documents, up)
         job_id = submitted.job.id
         await documents.jobs.wait(None, job_id, documents.config.wait_timeout_s)
         await documents.jobs.result(None, job_id)  # a failed job answers its error here

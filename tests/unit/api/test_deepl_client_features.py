@@ -1,19 +1,35 @@
 """deepl-python's own client (``tests/deepl_asgi.py``) over the app and the fake engine,
 for what the replayed requests of the other tests do not reach (found 2026-12-07, each
 test fails on the code before its fix): ``rephrase_text`` (DeepL Write, not offered here)
-raised ``Not found, message: Not Found``, which names nothing."""
+raised ``Not found, message: Not Found``, which names nothing; a document's characters were
+charged to no key (``get_usage`` stayed where it was after ``translate_document``, where
+DeepL counts them, and a key's monthly quota did not stop documents)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import deepl
 import httpx
 import openai
 import pytest
 
+from serve_app.api.app import create_app
+from serve_app.core.config import AppConfig
+from serve_app.core.documents_config import DocumentsConfig
+from serve_app.documents.replica import ReplicaDocuments
+from serve_app.store import Store
+from serve_app.store.apikeys import digest
+from serve_app.store.sqlite import open_sqlite
+from serve_app.translation.service import TranslationService
 from tests.deepl_asgi import deepl_client
+from tests.fakes import FakeEngine
 from tests.unit.api.test_openai_api import MODEL, openai_for
+
+KEY = "sk-docs"
+DOCUMENT = b"Hello world"  # 11 characters, one segment
 
 
 async def test_deepl_write_is_refused_naming_what_is_missing(http: httpx.AsyncClient) -> None:
@@ -36,3 +52,71 @@ async def test_the_client_still_translates_through_the_bridge(http: httpx.AsyncC
 async def test_an_openai_route_not_offered_is_named(http: httpx.AsyncClient) -> None:
     with pytest.raises(openai.NotFoundError, match="does not offer POST /v1/completions"):
         await openai_for(http).completions.create(model=MODEL, prompt="Hello")
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    opened = await open_sqlite(str(tmp_path / "store.db"))
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+async def keyed(store: Store, engine: FakeEngine) -> AsyncIterator[httpx.AsyncClient]:
+    """The app with stored keys and document translation, its worker running (LibreTranslate's
+    ``/translate_file`` answers with the translated file)."""
+    config = AppConfig.model_validate(
+        {"prompt": {"family": "chat"}, "security": {"store_keys": True}}
+    )
+    service = TranslationService(config, engine)
+    await service.start()
+    documents = ReplicaDocuments(service, store, DocumentsConfig(poll_interval_s=0.01), "replica-1")
+    documents.start()
+    app = create_app(service, store=store, documents=documents)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        yield client
+    await documents.stop()
+
+
+async def test_a_document_is_counted_in_the_usage(store: Store, keyed: httpx.AsyncClient) -> None:
+    await store.create_key("docs", digest(KEY), chars_per_month=1000)
+    client = deepl_client(keyed, KEY)
+    await asyncio.to_thread(
+        client.translate_document_upload, DOCUMENT, target_lang="DE", filename="a.txt"
+    )
+    usage = await asyncio.to_thread(client.get_usage)
+    assert (usage.character.count, usage.character.limit) == (len(DOCUMENT), 1000)
+
+
+async def test_a_document_past_the_quota_is_refused_and_not_stored(
+    store: Store, keyed: httpx.AsyncClient
+) -> None:
+    key = await store.create_key("docs", digest(KEY), chars_per_month=len(DOCUMENT) - 1)
+    client = deepl_client(keyed, KEY)
+    with pytest.raises(deepl.QuotaExceededException):
+        await asyncio.to_thread(
+            client.translate_document_upload, DOCUMENT, target_lang="DE", filename="a.txt"
+        )
+    assert (await asyncio.to_thread(client.get_usage)).character.count == 0
+    assert await store.list_documents(key.id) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "form", "status"),
+    [
+        ("/documents", {"target_lang": "de"}, 429),
+        ("/libretranslate/translate_file", {"source": "en", "target": "de"}, 429),
+    ],
+)
+async def test_the_other_document_routes_charge_the_quota_too(
+    store: Store, keyed: httpx.AsyncClient, path: str, form: dict[str, str], status: int
+) -> None:
+    await store.create_key("docs", digest(KEY), chars_per_month=len(DOCUMENT))
+    auth = {"Authorization": f"Bearer {KEY}"}
+    files = {"file": ("a.txt", DOCUMENT, "text/plain")}
+    first = await keyed.post(path, data=form, files=files, headers=auth)
+    assert first.is_success, first.text
+    again = await keyed.post(path, data=form, files=files, headers=auth)
+    assert again.status_code == status, again.text
+    assert "quota" in again.text.lower()
