@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
 from serve_app.api.app import create_app
@@ -179,3 +180,30 @@ async def test_revoked_key_is_refused_on_its_next_request(
     assert (await client.post("/translate", json=ITEM, headers=bearer("sk-v"))).is_success
     await store.revoke_key("v")
     assert (await client.post("/translate", json=ITEM, headers=bearer("sk-v"))).status_code == 401
+
+
+async def test_openai_quota_and_rate_limit_are_in_openai_codes(
+    store: Store, client: httpx.AsyncClient
+) -> None:
+    """OpenAI answers a used-up quota with a 429 whose type and code are
+    ``insufficient_quota`` (a rate limit's are ``rate_limit_error`` / ``rate_limit_exceeded``),
+    which clients tell apart by; before 2026-12-07 they came as ``rate_limit_error`` /
+    ``quota_exceeded`` and ``rate_limited``."""
+    await store.create_key("o", digest("sk-o"), chars_per_month=5)
+    api = openai.AsyncOpenAI(
+        base_url="http://t/v1", api_key="sk-o", http_client=client, max_retries=0
+    )
+    with pytest.raises(openai.RateLimitError) as caught:
+        await api.chat.completions.create(
+            model="", messages=[{"role": "user", "content": "Hello world"}]
+        )
+    assert caught.value.code == "insufficient_quota"
+    assert caught.value.type == "insufficient_quota"
+    await store.create_key("r", digest("sk-r"), requests_per_minute=1)
+    api = openai.AsyncOpenAI(
+        base_url="http://t/v1", api_key="sk-r", http_client=client, max_retries=0
+    )
+    await api.models.list()
+    with pytest.raises(openai.RateLimitError) as caught:
+        await api.models.list()
+    assert (caught.value.code, caught.value.type) == ("rate_limit_exceeded", "rate_limit_error")

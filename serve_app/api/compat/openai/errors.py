@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from serve_app.core.errors import TextTooLong, Unauthorized
+from serve_app.core.errors import QuotaExceeded, RateLimited, TextTooLong, Unauthorized
+
+# A 429 for a used-up quota, in OpenAI's words, which clients tell from a rate limit (code
+# ``rate_limit_exceeded``) by.
+INSUFFICIENT_QUOTA = "insufficient_quota"
 
 _TYPES = {
     401: "authentication_error",
@@ -24,5 +28,9 @@ def openai_error(status: int, code: str, message: str) -> tuple[int, dict[str, A
         status, code = 400, "context_length_exceeded"
     if code == Unauthorized.code:
         code = "invalid_api_key"
+    if code == RateLimited.code:
+        code = "rate_limit_exceeded"
     kind = "server_error" if status >= 500 else _TYPES.get(status, "invalid_request_error")
+    if code == QuotaExceeded.code:  # OpenAI's type and code for a used-up quota
+        kind = code = INSUFFICIENT_QUOTA
     return status, {"error": {"message": message, "type": kind, "param": None, "code": code}}
