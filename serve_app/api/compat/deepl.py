@@ -60,6 +60,16 @@ _TARGETS = {
     "zh": ("ZH-HANS",),
     "zh-Hant": ("ZH-HANT",),
 }
+# DeepL's names of those variants (its /v2/languages): without them EN-GB and EN-US were
+# both "English", two entries alike in a client's list.
+_TARGET_NAMES = {
+    "EN-GB": "English (British)",
+    "EN-US": "English (American)",
+    "PT-PT": "Portuguese (European)",
+    "PT-BR": "Portuguese (Brazilian)",
+    "ZH-HANS": "Chinese (simplified)",
+    "ZH-HANT": "Chinese (traditional)",
+}
 
 
 # DeepL's statuses where they differ from ours: every invalid parameter is a 400, a bad key a
@@ -160,7 +170,8 @@ def _languages(service: TranslationService, kind: str) -> list[dict[str, Any]]:
             out.setdefault(source_code(code), {"language": source_code(code), "name": lang.name})
             continue
         for target in _TARGETS.get(code, (code.upper(),)):
-            entry = {"language": target, "name": lang.name, "supports_formality": formality}
+            name = _TARGET_NAMES.get(target, lang.name)
+            entry = {"language": target, "name": name, "supports_formality": formality}
             out.setdefault(target, entry)
     return list(out.values())
 

@@ -120,3 +120,15 @@ async def test_the_other_document_routes_charge_the_quota_too(
     again = await keyed.post(path, data=form, files=files, headers=auth)
     assert again.status_code == status, again.text
     assert "quota" in again.text.lower()
+
+
+async def test_target_variants_have_deepl_names(http: httpx.AsyncClient) -> None:
+    """``get_target_languages`` names the variants as DeepL does; EN-GB and EN-US were both
+    "English" (and ZH-HANS "Chinese"), alike in a client's language list."""
+    client = deepl_client(http)
+    names = {lang.code: lang.name for lang in await asyncio.to_thread(client.get_target_languages)}
+    assert names["EN-GB"] == "English (British)"
+    assert names["EN-US"] == "English (American)"
+    assert (names["PT-PT"], names["PT-BR"]) == ("Portuguese (European)", "Portuguese (Brazilian)")
+    assert (names["ZH-HANS"], names["ZH-HANT"]) == ("Chinese (simplified)", "Chinese (traditional)")
+    assert len(set(names.values())) == len(names)
