@@ -1,8 +1,10 @@
 """Unusual but legal features of the ``openai`` client, driven against the app over the fake
 engine (found 2026-12-07, each test fails on the code before its fix): a Responses API
 answer echoed none of the settings it was asked with (``response.instructions``,
-``.metadata``, ``.temperature`` ... read ``None``, where OpenAI's responses echo them), and
-``metadata`` past OpenAI's limits was served."""
+``.metadata``, ``.temperature`` ... read ``None``, where OpenAI's responses echo them),
+``metadata`` past OpenAI's limits was served, and ``stream``, ``n`` and
+``stream_options.include_usage`` sent as ``null`` (the client sends ``stream=None`` so; OpenAI's
+schema says "boolean or null") were a 400."""
 
 from __future__ import annotations
 
@@ -85,3 +87,20 @@ async def test_metadata_past_openai_limits_is_a_400(
     with pytest.raises(openai.BadRequestError, match=fragment):
         await openai_for(http).responses.create(model=MODEL, input="Hello", metadata=metadata)
     assert engine.requests == []
+
+
+async def test_null_stream_and_n_are_their_defaults(
+    http: httpx.AsyncClient, engine: FakeEngine
+) -> None:
+    client = openai_for(http)
+    messages: Any = [{"role": "user", "content": "Hello"}]
+    out = await client.chat.completions.create(model=MODEL, messages=messages, stream=None, n=None)
+    assert [c.message.content for c in out.choices] == ["HELLO"]
+    response = await client.responses.create(model=MODEL, input="Hello", stream=None)
+    assert response.output_text == "HELLO"
+    body = {"model": MODEL, "messages": messages, "stream": True}
+    r = await http.post(
+        "/v1/chat/completions", json=body | {"stream_options": {"include_usage": None}}
+    )
+    assert r.status_code == 200, r.text
+    assert '"usage": {' not in r.text  # null asks for no usage chunk

@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 # OpenAI caps ``stop`` at 4 sequences; ``n`` is capped lower than OpenAI's 128: each choice is
 # one engine request, admitted like a batch item.
@@ -24,6 +31,16 @@ MAX_BIAS = 100.0
 MAX_BIASED_TOKENS = 1024
 # A seed is a signed 64-bit integer (vLLM's bounds); a larger one reached the engine.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def null_as(default: object) -> BeforeValidator:
+    """OpenAI's nullable parameters (``stream``, ``n``, ``include_usage``: "boolean or
+    null") read ``null`` as their default, as OpenAI and vLLM do; it was a 400 here."""
+    return BeforeValidator(lambda value: default if value is None else value)
+
+
+# ``stream``: ``null`` is false.
+NullableFlag = Annotated[bool, null_as(False)]
 # OpenAI's words for ``stream_options`` sent without ``stream`` (vLLM: "Stream options can
 # only be defined when `stream=True`."): it was silently ignored here.
 STREAM_OPTIONS_WITHOUT_STREAM = (
@@ -69,7 +86,7 @@ class ChatMessage(_Lenient):
 
 
 class StreamOptions(_Lenient):
-    include_usage: bool = False
+    include_usage: NullableFlag = False
 
 
 class ChatCompletionRequest(_Lenient):
@@ -99,9 +116,11 @@ class ChatCompletionRequest(_Lenient):
     max_completion_tokens: int | None = Field(None, ge=1, description="Same as max_tokens.")
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
-    n: int = Field(1, ge=1, le=MAX_CHOICES, description="Choices to generate (sampled apart).")
+    n: Annotated[int, null_as(1)] = Field(
+        1, ge=1, le=MAX_CHOICES, description="Choices to generate (sampled apart)."
+    )
     stop: str | list[str] | None = Field(None, description=f"Up to {MAX_STOP} stop strings.")
-    stream: bool = False
+    stream: NullableFlag = False
     stream_options: StreamOptions | None = None
     presence_penalty: float | None = Field(None, ge=-2, le=2)
     frequency_penalty: float | None = Field(None, ge=-2, le=2)

@@ -28,6 +28,7 @@ from serve_app.api.compat.openai.protocol import (
     ChatMessage,
     CompletionUsage,
     FinishReason,
+    NullableFlag,
     joined_parts,
 )
 from serve_app.api.errors import http_status
@@ -137,7 +138,7 @@ class ResponsesRequest(_Request):
     max_output_tokens: int | None = Field(None, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
-    stream: bool = False
+    stream: NullableFlag = False
     text: TextOptions | None = None
     metadata: dict[str, str] | None = None
     user: str | None = None
