@@ -70,6 +70,8 @@ STATUS: dict[type[e.ServiceError], int] = {
 # Retry-After (DeepL's, OpenAI's) wait this long before their retry instead of guessing.
 UNAVAILABLE_RETRY_AFTER_S = 1
 
+# How pydantic opens the message of a ``ValueError`` a validator raised.
+VALUE_ERROR = "Value error, "
 # Starlette's detail of a 404 no route matched, and the most of a path its answer repeats.
 NOT_FOUND = "Not Found"
 MAX_SHOWN_PATH_CHARS = 200
@@ -201,14 +203,19 @@ def service_error_response(exc: e.ServiceError, request: Request) -> JSONRespons
 
 
 def validation_message(errors: Sequence[Mapping[str, Any]]) -> str:
-    """FastAPI's validation errors as one message (the first five)."""
+    """FastAPI's validation errors as one message (the first five). A check of the whole
+    body says its own words (``Invalid request: logprobs are not supported by this server``,
+    not ``body: Value error, logprobs ...``, pydantic's wrapping, which the clients showed)."""
     parts = []
     for err in errors[:5]:
         if err.get("type") == "json_invalid":
             parts.append("body is not valid JSON")
             continue
-        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
-        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+        message = str(err.get("msg", "invalid"))
+        if err.get("type") == "value_error":
+            message = message.removeprefix(VALUE_ERROR)
+        parts.append(f"{loc}: {message}" if loc else message)
     return "Invalid request: " + "; ".join(parts)
 
 

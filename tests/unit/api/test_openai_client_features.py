@@ -104,3 +104,21 @@ async def test_null_stream_and_n_are_their_defaults(
     )
     assert r.status_code == 200, r.text
     assert '"usage": {' not in r.text  # null asks for no usage chunk
+
+
+async def test_a_refused_parameter_is_said_plainly(http: httpx.AsyncClient) -> None:
+    """The client shows the message: pydantic's ``body: Value error, `` is no longer in it."""
+    messages: Any = [{"role": "user", "content": "Hello"}]
+    with pytest.raises(openai.BadRequestError) as caught:
+        await openai_for(http).chat.completions.create(
+            model=MODEL, messages=messages, logprobs=True
+        )
+    assert caught.value.body == {
+        "message": "Invalid request: logprobs are not supported by this server",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "invalid_request",
+    }
+    with pytest.raises(openai.BadRequestError) as caught:
+        await openai_for(http).chat.completions.create(model=MODEL, messages=messages, stop="")
+    assert str(caught.value).endswith("Invalid request: stop: stop sequences must not be empty")
