@@ -35,6 +35,13 @@ _RETRY_S = 0.5
 _STORE_RETRY_S = 1.0
 
 
+def internal_failure(claim: SegmentClaim) -> str:
+    """What the document's status says of an unexpected exception (its ``error_message``,
+    which DeepL's client raises with): that it happened, not the exception (whose text was
+    shown, ``ValueError('...')``); the traceback is logged under the document's id."""
+    return f"internal error; quote document {claim.job_id} when reporting it."
+
+
 class DocumentWorker:
     def __init__(
         self,
@@ -100,9 +107,9 @@ class DocumentWorker:
             retry = isinstance(exc, ServerError)
             await self._stored(claim, self.store.fail_segment, exc.message, retry)
             return
-        except Exception as exc:
+        except Exception:
             logger.exception("document %s segment %d failed", claim.job_id, claim.index)
-            await self._stored(claim, self.store.fail_segment, repr(exc), True)
+            await self._stored(claim, self.store.fail_segment, internal_failure(claim), True)
             return
         job = await self._stored(claim, self.store.complete_segment, translation)
         if job.state == "translated":

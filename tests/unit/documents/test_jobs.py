@@ -273,3 +273,18 @@ def test_segment_flags_pack_small() -> None:
 
 def test_extracting_samples_needs_no_store() -> None:
     assert extract(FORMATS["txt"], SAMPLES["txt"](), DocumentLimits())
+
+
+async def test_an_unexpected_failure_is_not_shown_to_the_client(store: Store) -> None:
+    """The job's error (DeepL's ``error_message``) says an internal error happened and which
+    document to quote; the exception's text stays in the log (it was ``Segment 0:
+    ValueError('...')``)."""
+    jobs, translator = DocumentJobs(store, CONFIG, MAX_REQUESTS), Translator()
+    submitted = await jobs.submit("alice", Upload("a.txt", b"hello", "de"))
+    translator.fail, translator.fail_times = ValueError("secret at /srv/model"), 99
+    await drain(worker(jobs, translator))
+    job = await jobs.status("alice", submitted.job.id)
+    assert job.state == "error"
+    assert "secret" not in (job.error or "")
+    assert "ValueError" not in (job.error or "")
+    assert f"internal error; quote document {submitted.job.id}" in (job.error or "")
