@@ -4,19 +4,24 @@ answer echoed none of the settings it was asked with (``response.instructions``,
 ``.metadata``, ``.temperature`` ... read ``None``, where OpenAI's responses echo them),
 ``metadata`` past OpenAI's limits was served, and ``stream``, ``n`` and
 ``stream_options.include_usage`` sent as ``null`` (the client sends ``stream=None`` so; OpenAI's
-schema says "boolean or null") were a 400."""
+schema says "boolean or null") were a 400. The client's own retry of an overload after
+its ``Retry-After`` held already; it is tested here as the client drives it."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import httpx
 import openai
 import pytest
 
+from tests.asgi import chat_app_client
 from tests.fakes import FakeEngine
 from tests.unit.api.test_openai_api import MODEL, openai_for
 
+ASK_BODY: dict[str, Any] = {"model": MODEL, "messages": [{"role": "user", "content": "Hello"}]}
 SETTINGS: dict[str, Any] = {
     "instructions": "Translate into German.",
     "metadata": {"job": "42", "team": "docs"},
@@ -122,3 +127,39 @@ async def test_a_refused_parameter_is_said_plainly(http: httpx.AsyncClient) -> N
     with pytest.raises(openai.BadRequestError) as caught:
         await openai_for(http).chat.completions.create(model=MODEL, messages=messages, stop="")
     assert str(caught.value).endswith("Invalid request: stop: stop sequences must not be empty")
+
+
+async def test_the_client_retries_an_overload_after_retry_after(engine: FakeEngine) -> None:
+    """The ``openai`` client's own retry: the 503 of a full replica says ``Retry-After: 1``;
+    the client waits it out and sends again, and the retry is served once there is room."""
+    engine.hold = asyncio.Event()
+    statuses: list[int] = []
+    sent: list[float] = []
+
+    async def record(response: httpx.Response) -> None:
+        statuses.append(response.status_code)
+
+    async def timed(request: httpx.Request) -> None:
+        sent.append(time.monotonic())
+
+    async with chat_app_client(
+        engine, limits={"max_engine_requests": 1, "max_batch_items": 1}
+    ) as http:
+        busy = asyncio.create_task(http.post("/v1/chat/completions", json=ASK_BODY))
+        while not engine.active:
+            await asyncio.sleep(0.01)
+        http.event_hooks = {"request": [timed], "response": [record]}
+        client = openai.AsyncOpenAI(
+            base_url="http://t/v1", api_key="any", http_client=http, max_retries=1
+        )
+        retried = asyncio.create_task(client.chat.completions.with_raw_response.create(**ASK_BODY))
+        while not statuses:
+            await asyncio.sleep(0.01)
+        assert statuses == [503]
+        engine.hold.set()
+        assert (await busy).status_code == 200
+        raw = await retried
+    assert sorted(statuses) == [200, 200, 503]  # the busy one, the retry, the refusal
+    assert raw.retries_taken == 1
+    assert sent[1] - sent[0] >= 0.9  # Retry-After's second (its own backoff is 0.5 s at most)
+    assert raw.parse().choices[0].message.content == "HELLO"
