@@ -27,7 +27,7 @@ from typing import Any
 from serve_app.core import characters
 from serve_app.core.characters import invisible
 from serve_app.core.config import AppConfig
-from serve_app.core.context import current_key, engine_priority
+from serve_app.core.context import current_key, engine_priority, same_language_kept
 from serve_app.core.errors import (
     EngineUnavailable,
     InvalidRequest,
@@ -137,8 +137,13 @@ class TextTranslator:
         target = self.languages.resolve(item.target_lang)
         budget.check()
         source, detected = self._source(item.source_lang, text)
-        self.languages.resolve_pair(source.code, target.code)
+        kept = source.code == target.code and same_language_kept.get()
+        if not kept:
+            self.languages.resolve_pair(source.code, target.code)
         options = self._options(item)
+        if kept:  # already in the target language: answered as it is, no engine work
+            kept_text = CachedTranslation(text, 1, False)
+            return Plan(text, source, target, detected, options, None, kept_text)
         markup = [item.format, item.tag_options and item.tag_options.model_dump()]
         key, owner = None, current_key.get()
         if self.cache is not None and item.cache:

@@ -4,7 +4,8 @@ into the service error it was, since those APIs fail a request as a whole."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request
@@ -14,6 +15,7 @@ from serve_app.api.bodies import decode_form, is_json, media_type, request_form,
 from serve_app.api.body_models import came_as
 from serve_app.api.errors import printable
 from serve_app.core.characters import invisible
+from serve_app.core.context import same_language_kept
 from serve_app.core.errors import InvalidRequest, ServiceError
 from serve_app.core.schemas import BatchTranslateResponse, ItemError, TextItem, TranslateResponse
 
@@ -151,6 +153,17 @@ def all_translated(batch: BatchTranslateResponse) -> list[TranslateResponse]:
         if isinstance(result, ItemError):
             raise_item_error(result)
     return [r for r in batch.results if isinstance(r, TranslateResponse)]
+
+
+@contextmanager
+def keeping_same_language() -> Iterator[None]:
+    """Within it, a text already in its target language is answered as it is
+    (``core.context.same_language_kept``), as DeepL and LibreTranslate answer it."""
+    token = same_language_kept.set(True)
+    try:
+        yield
+    finally:
+        same_language_kept.reset(token)
 
 
 def get_and_post(router: APIRouter, path: str, name: str) -> Callable[[F], F]:

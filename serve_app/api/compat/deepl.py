@@ -23,6 +23,7 @@ from serve_app.api.compat.common import (
     blank,
     get_and_post,
     in_place,
+    keeping_same_language,
     make_item,
     one,
     read_params,
@@ -197,7 +198,8 @@ def deepl_router(
     @router.post("/translate", openapi_extra=request_body(DeepLTranslateBody))
     async def translate(request: Request) -> dict[str, Any]:
         """DeepL ``POST /v2/translate``."""
-        return await _translate(service, request)
+        with keeping_same_language():
+            return await _translate(service, request)
 
     @get_and_post(router, "/languages", "deepl_languages")
     async def languages(request: Request) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from serve_app.api.compat.common import (
     blank,
     get_and_post,
     in_place,
+    keeping_same_language,
     make_item,
     one,
     read_params,
@@ -222,7 +223,8 @@ def libre_router(
     @router.post("/translate", openapi_extra=request_body(LibreTranslateBody))
     async def translate(request: Request) -> dict[str, Any]:
         """LibreTranslate ``POST /translate``: ``q`` a string or a list of strings."""
-        return await _translate(service, request)
+        with keeping_same_language():
+            return await _translate(service, request)
 
     @get_and_post(router, "/languages", "libre_languages")
     async def languages() -> list[dict[str, Any]]:

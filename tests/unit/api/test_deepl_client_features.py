@@ -3,7 +3,9 @@ for what the replayed requests of the other tests do not reach (found 2026-12-07
 test fails on the code before its fix): ``rephrase_text`` (DeepL Write, not offered here)
 raised ``Not found, message: Not Found``, which names nothing; a document's characters were
 charged to no key (``get_usage`` stayed where it was after ``translate_document``, where
-DeepL counts them, and a key's monthly quota did not stop documents)."""
+DeepL counts them, and a key's monthly quota did not stop documents); a text already in
+the target language (``translate_text(["Hello", "Hallo"], target_lang="EN-US")``) was a 400
+for the whole request, where DeepL answers it as it is (and LibreTranslate too)."""
 
 from __future__ import annotations
 
@@ -132,3 +134,43 @@ async def test_target_variants_have_deepl_names(http: httpx.AsyncClient) -> None
     assert (names["PT-PT"], names["PT-BR"]) == ("Portuguese (European)", "Portuguese (Brazilian)")
     assert (names["ZH-HANS"], names["ZH-HANT"]) == ("Chinese (simplified)", "Chinese (traditional)")
     assert len(set(names.values())) == len(names)
+
+
+ENGLISH = "The weather is lovely today, so we are going for a walk in the park."
+GERMAN = "Das Wetter ist heute wunderbar, also gehen wir im Park spazieren."
+
+
+async def test_a_text_already_in_the_target_language_comes_back_as_it_is(
+    http: httpx.AsyncClient, engine: FakeEngine
+) -> None:
+    client = deepl_client(http)
+    english, german = await asyncio.to_thread(
+        client.translate_text, [ENGLISH, GERMAN], target_lang="EN-US"
+    )
+    assert (english.text, english.detected_source_lang) == (ENGLISH, "EN")
+    assert german.detected_source_lang == "DE"
+    assert german.text != GERMAN  # translated (the fake engine answers its prompt)
+    assert len(engine.requests) == 1  # the English text took no engine work
+    given = await asyncio.to_thread(
+        client.translate_text, "Hello", source_lang="EN", target_lang="EN-GB"
+    )
+    assert given.text == "Hello"
+
+
+async def test_libretranslate_answers_a_text_in_its_target_language_as_it_is(
+    http: httpx.AsyncClient,
+) -> None:
+    """As libretranslatepy sends it (a form): Argos Translate's identity translation."""
+    form = {"q": ENGLISH, "source": "auto", "target": "en"}
+    r = await http.post("/libretranslate/translate", data=form)
+    assert r.status_code == 200, r.text
+    assert r.json()["translatedText"] == ENGLISH
+    assert r.json()["detectedLanguage"]["language"] == "en"
+    r = await http.post("/libretranslate/translate", data=form | {"source": "en"})
+    assert r.json() == {"translatedText": ENGLISH}
+
+
+async def test_the_native_api_still_refuses_the_same_language(http: httpx.AsyncClient) -> None:
+    r = await http.post("/translate", json={"text": ENGLISH, "target_lang": "en"})
+    assert r.status_code == 400
+    assert r.json()["error"]["code"] == "unsupported_language_pair"
