@@ -354,8 +354,8 @@ class TextTranslator:
 
     async def stream(self, plan: Plan, request_id: str) -> AsyncIterator[Event]:
         """``start``, then ``delta`` events (each piece's output as it is generated, cleaned
-        as it goes by ``StreamCleaner``, and the whitespace between pieces), then ``done``
-        with the cleaned, reassembled response."""
+        as it goes by ``StreamCleaner``, and the whitespace before, between and after the
+        pieces), then ``done`` with the cleaned, reassembled response."""
         yield "start", self._start_event(plan)
         if plan.cached is not None:
             c = plan.cached
@@ -370,12 +370,16 @@ class TextTranslator:
             return
         assert plan.split is not None
         pieces, outs = plan.split.pieces, list[PieceOutput]()
+        if plan.split.lead:  # the text's own leading whitespace, as ``done`` has it
+            yield "delta", {"text": plan.split.lead, "segment": 0}
         for i, (piece, job) in enumerate(zip(pieces, plan.jobs, strict=True)):
             piece_id = _piece_id(request_id, i, len(pieces))
             async for event in self._stream_piece(plan, piece.text, job, piece_id, i, outs):
                 yield event
             if piece.sep and i < len(pieces) - 1:
                 yield "delta", {"text": piece.sep, "segment": i}
+        if plan.split.trail:
+            yield "delta", {"text": plan.split.trail, "segment": len(pieces) - 1}
         yield "done", self._finish(plan, plan.split, outs).model_dump()
 
     async def _stream_piece(

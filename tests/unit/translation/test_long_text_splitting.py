@@ -51,6 +51,17 @@ def test_paragraphs_first_then_sentences() -> None:
     ]
 
 
+@pytest.mark.parametrize("brk", ["\r\n", "\r", "\n", " \u00a0\r\n"])
+def test_every_line_break_is_a_boundary_kept_whole(brk: str) -> None:
+    """CRLF, a lone CR (old Mac text) and LF are line and paragraph breaks, taken whole with
+    the whitespace around them: a CRLF was cut at its LF, and the CR left at the end of the
+    piece was stripped from the model's answer (``\\r\\n`` came back as ``\\n``); a paragraph
+    of CRLFs was no paragraph."""
+    text = f"One two three.{brk}Four five six.{brk}{brk}Seven eight nine."
+    assert rebuilt(text, 6) == ["One two three." + brk + "Four five six.", "Seven eight nine."]
+    assert rebuilt(text, 3) == ["One two three.", "Four five six.", "Seven eight nine."]
+
+
 def test_translations_go_back_with_the_original_separators() -> None:
     text = "A b c.  D e f.\n\n\tG h i.\r\nJ k."
     split = split_text(text, 3, words)
