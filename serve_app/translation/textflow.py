@@ -34,6 +34,7 @@ from serve_app.core.errors import (
     LanguageDetectionFailed,
     ServiceError,
     TextTooLong,
+    UnsupportedLanguagePair,
     UnsupportedOption,
 )
 from serve_app.core.metrics import ServiceMetrics
@@ -134,9 +135,15 @@ class TextTranslator:
             raise TextTooLong(
                 f"Text has {len(text)} characters; the limit is {self.limits.max_text_chars}."
             )
-        target = self.languages.resolve(item.target_lang)
+        target = self.languages.resolve_target(item.target_lang)
         budget.check()
         source, detected = self._source(item.source_lang, text)
+        if detected is not None and source.code == target.code:
+            raise UnsupportedLanguagePair(
+                f"The text was detected as '{source.code}' (confidence "
+                f"{detected.confidence:.2f}), the target language; give source_lang if that is "
+                "wrong."
+            )
         self.languages.resolve_pair(source.code, target.code)
         options = self._options(item)
         markup = [item.format, item.tag_options and item.tag_options.model_dump()]
