@@ -95,13 +95,25 @@ def http_status(exc: e.ServiceError | type[e.ServiceError]) -> int:
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": printable(message)}}
+    return {"error": {"code": code, "message": bounded(printable(message))}}
 
 
 def printable(text: str) -> str:
     """``text`` safe to put in a message and a response: lone surrogates (which a JSON
     body can carry, and which cannot be encoded) written as ``\\udXXX``."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# An error message's most characters: messages quote what a client sent ("Invalid
+# split_sentences '...'"), and a 200,000-character value came back whole in the refusal.
+MAX_MESSAGE_CHARS = 1_000
+
+
+def bounded(message: str) -> str:
+    """``message``, cut to ``MAX_MESSAGE_CHARS`` with a note of its full length."""
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    return f"{message[:MAX_MESSAGE_CHARS]}... (cut: {len(message)} characters)"
 
 
 # Compatibility APIs (DeepL, LibreTranslate) answer errors in their own shapes: a format maps
@@ -159,7 +171,7 @@ def _respond(
     message: str,
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
-    message = printable(message)
+    message = bounded(printable(message))
     fmt = _api_of(request).format
     if fmt is not None:
         status, body = fmt(status, code, message)

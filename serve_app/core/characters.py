@@ -22,6 +22,10 @@ _BAD_BUT_NEWLINES = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029
 # A visible character: not whitespace (``str.isspace``: ``\s`` and U+001C-U+001F) nor a
 # format character (Cf: zero-width spaces and joiners, BOMs, direction marks).
 _VISIBLE = regex.compile(r"[^\s\x1c-\x1f\p{Cf}]")
+# U+2060 WORD JOINER: invisible, and no tokenizer's special token holds it. The prompt's
+# escaping breaks control-token strings of a text with it (``engine.tokenizer``); the answer
+# loses those the model copies (``translation.hygiene``).
+ESCAPE_JOINER = "\u2060"
 # What a text that is ``invisible`` is told, wherever it is refused: by the native request
 # models (pydantic's "Value error, ..." around it) and by the translation service.
 BLANK_TEXT = (

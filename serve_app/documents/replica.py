@@ -107,7 +107,7 @@ class ReplicaDocuments:
         (its characters charged by ``charge``); without a source language, it is detected
         once from the document's text."""
         languages = self.service.languages
-        target = languages.resolve(upload.target_lang).code
+        target = languages.resolve_target(upload.target_lang).code
         auto = not upload.source_lang or upload.source_lang.strip().lower() == "auto"
         source = None if auto else languages.resolve(upload.source_lang).code
         upload = replace(upload, target_lang=target, source_lang=source)

@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from serve_app.core.characters import ESCAPE_JOINER
 from serve_app.translation.families.base import ChatPrompt, Prompt
 
 
@@ -117,10 +118,6 @@ def steering_tokens(tokenizer: Any) -> list[str]:
     return found
 
 
-# U+2060 WORD JOINER: invisible, and no tokenizer's special token contains it.
-_JOINER = "\u2060"
-
-
 def special_token_escaper(tokens: Iterable[str]) -> re.Pattern[str] | None:
     """A pattern of the tokenizer's special tokens (``<|im_end|>``, ``<start_of_turn>``...)."""
     tokens = sorted({t for t in tokens if len(t) > 1}, key=len, reverse=True)
@@ -137,4 +134,4 @@ def escape_special_tokens(text: str, pattern: re.Pattern[str] | None) -> str:
     """
     if pattern is None:
         return text
-    return pattern.sub(lambda m: m.group(0)[0] + _JOINER + m.group(0)[1:], text)
+    return pattern.sub(lambda m: m.group(0)[0] + ESCAPE_JOINER + m.group(0)[1:], text)

@@ -20,6 +20,8 @@ from collections.abc import Callable
 
 import regex
 
+from serve_app.core.characters import ESCAPE_JOINER
+
 Rule = Callable[[str, str], str]
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
@@ -123,9 +125,18 @@ COMMON: tuple[Rule, ...] = (strip_thinking, strip_preamble, strip_quotes)
 DEFAULT_HOLD = 0
 
 
+def drop_escape_joiners(output: str, source: str) -> str:
+    """The answer without the word joiners the prompt's escaping put into control-token
+    strings of the text (``<|im_start|>`` is sent as ``<`` U+2060 ``|im_start|>``): a model
+    copies them, and the client got back an invisible character it never sent. Kept when
+    the source has one of its own."""
+    return output if ESCAPE_JOINER in source else output.replace(ESCAPE_JOINER, "")
+
+
 def clean(output: str, source: str, rules: tuple[Rule, ...] = COMMON) -> str:
-    """The translation without the wrapping the ``rules`` strip, stripped."""
-    text = output.strip()
+    """The translation without the escaping's joiners and the wrapping the ``rules``
+    strip, stripped."""
+    text = drop_escape_joiners(output, source).strip()
     for rule in rules:
         text = rule(text, source).strip()
     return text

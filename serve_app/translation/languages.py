@@ -7,6 +7,8 @@ Clients send ISO 639-1 / BCP-47 codes in any case or separator (``zh_TW``, ``PT-
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -95,6 +97,16 @@ ALL_LANGUAGES: dict[str, Language] = {c: Language(c, n, z) for c, n, z in _TABLE
 _ALIASES = {"fil": "tl", "zh-Hans": "zh", "pt-PT": "pt"}
 
 _MAX_TAG_LENGTH = 35
+# What no tag holds and a client cannot see: a lookalike (Cyrillic "е" in "en", full-width
+# "ｅｎ"), an invisible or control character. Refused naming it: "'еn' is not a valid
+# BCP-47 language code" read as if "en" were refused.
+_ODD_CHARACTER = re.compile(r"[^\x21-\x7e]")
+
+
+def _named(char: str) -> str:
+    """``U+0435 (CYRILLIC SMALL LETTER IE)``: a character as a client can look it up."""
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X}" + (f" ({name})" if name else "")
 
 
 def parse_tag(raw: str) -> langcodes.Language:
@@ -102,20 +114,39 @@ def parse_tag(raw: str) -> langcodes.Language:
     text = raw.strip().replace("_", "-")
     if not text or len(text) > _MAX_TAG_LENGTH:
         raise InvalidLanguageCode(f"'{raw[:_MAX_TAG_LENGTH]}' is not a language code.")
+    if odd := _ODD_CHARACTER.search(text):
+        raise InvalidLanguageCode(
+            f"'{raw}' is not a language code: it holds {_named(odd.group())}; codes are ASCII "
+            "letters and digits, separated by '-' or '_'."
+        )
     try:
         return langcodes.Language.get(langcodes.standardize_tag(text, macro=True))
     except (ValueError, langcodes.tag_parser.LanguageTagError) as exc:
         raise InvalidLanguageCode(f"'{raw}' is not a valid BCP-47 language code.") from exc
 
 
-def _candidates(tag: langcodes.Language) -> list[str]:
+def _script(tag: langcodes.Language) -> str | None:
+    """The script ``tag`` is written in: named (``sr-Latn``), or implied by its region
+    (``zh-TW``: Hant) or its language (``zh``: Hans)."""
+    return tag.script or tag.maximize().script
+
+
+def _usual_script(language: str) -> str | None:
+    return _script(langcodes.Language.get(language))
+
+
+def _candidates(tag: langcodes.Language, target: bool = False) -> list[str]:
+    """The table codes ``tag`` may be, most specific first. A target's falls back to its
+    bare language only in that language's usual script: ``sr-Latn`` or, where the table has
+    no ``zh-Hant``, ``zh-TW`` would be answered in Cyrillic or simplified characters."""
     full = tag.to_tag()
     out = [full, _ALIASES.get(full, full)]
     if tag.language:
-        script = tag.script or tag.maximize().script
+        script = _script(tag)
         if script:
             out.append(f"{tag.language}-{script}")
-        out.append(tag.language)
+        if not target or script is None or script == _usual_script(tag.language):
+            out.append(tag.language)
     return out
 
 
@@ -136,18 +167,34 @@ class LanguageRegistry:
             src, sep, tgt = pair.partition(":")
             if not sep:
                 raise ValueError(f"language pair '{pair}' must be written 'src:tgt'")
-            parsed.add((self.resolve(src).code, self.resolve(tgt).code))
+            parsed.add((self.resolve(src).code, self.resolve_target(tgt).code))
         return frozenset(parsed)
 
     def resolve(self, raw: str) -> Language:
         """Maps a client's code to an offered language; 400-class errors otherwise."""
-        for code in _candidates(parse_tag(raw)):
+        return self._resolve(raw, parse_tag(raw), target=False)
+
+    def resolve_target(self, raw: str) -> Language:
+        """``resolve`` for a language to translate into: a script the deployment does not
+        offer for it (``sr-Latn``, ``zh-TW`` without ``zh-Hant``) is unsupported, not
+        answered in the language's usual script. (A source's script is what the text has:
+        its base language reads it.)"""
+        if raw.strip().lower() == "auto":
+            raise UnsupportedLanguage("'auto' detects a source; give the target language's code.")
+        return self._resolve(raw, parse_tag(raw), target=True)
+
+    def _resolve(self, raw: str, tag: langcodes.Language, target: bool) -> Language:
+        for code in _candidates(tag, target):
             alias = _ALIASES.get(code, code)
             if alias in self.languages:
                 return self.languages[alias]
-        raise UnsupportedLanguage(
-            f"Language '{raw}' is not supported by this deployment. See GET /languages."
-        )
+        message = f"Language '{raw}' is not supported by this deployment."
+        if target and tag.language and _ALIASES.get(tag.language, tag.language) in self.languages:
+            message += (
+                f" It is written in the {_script(tag)} script; '{tag.language}' is offered in"
+                f" the {_usual_script(tag.language)} script only."
+            )
+        raise UnsupportedLanguage(message + " See GET /languages.")
 
     def resolve_pair(self, source: str, target: str) -> tuple[Language, Language]:
         src, tgt = self.resolve(source), self.resolve(target)

@@ -264,7 +264,7 @@ class TranslationService:
             auto = item.source_lang is None or item.source_lang.strip().lower() == "auto"
             try:
                 src = "auto" if auto else self.languages.resolve(item.source_lang or "").code
-                tgt = self.languages.resolve(item.target_lang).code
+                tgt = self.languages.resolve_target(item.target_lang).code
             except ServiceError:
                 return ("invalid", "invalid")
             pairs.add((src, tgt))

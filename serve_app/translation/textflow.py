@@ -34,6 +34,7 @@ from serve_app.core.errors import (
     LanguageDetectionFailed,
     ServiceError,
     TextTooLong,
+    UnsupportedLanguagePair,
     UnsupportedOption,
 )
 from serve_app.core.metrics import ServiceMetrics
@@ -134,12 +135,12 @@ class TextTranslator:
             raise TextTooLong(
                 f"Text has {len(text)} characters; the limit is {self.limits.max_text_chars}."
             )
-        target = self.languages.resolve(item.target_lang)
+        target = self.languages.resolve_target(item.target_lang)
         budget.check()
         source, detected = self._source(item.source_lang, text)
         kept = source.code == target.code and same_language_kept.get()
         if not kept:
-            self.languages.resolve_pair(source.code, target.code)
+            self._check_pair(source, target, detected)
         options = self._options(item)
         if kept:  # already in the target language: answered as it is, no engine work
             kept_text = CachedTranslation(text, 1, False)
@@ -201,6 +202,17 @@ class TextTranslator:
                 continue
             found.setdefault(lang.code, (lang, candidate.confidence))
         return list(found.values())
+
+    def _check_pair(self, source: Language, target: Language, detected: Candidate | None) -> None:
+        """Refuses a pair this model does not translate; a detected source that is the target
+        says it was detected (the client may have meant another source)."""
+        if detected is not None and source.code == target.code:
+            raise UnsupportedLanguagePair(
+                f"The text was detected as '{source.code}' (confidence "
+                f"{detected.confidence:.2f}), the target language; give source_lang if that is "
+                "wrong."
+            )
+        self.languages.resolve_pair(source.code, target.code)
 
     def _source(self, raw: str | None, text: str) -> tuple[Language, Candidate | None]:
         if raw is not None and raw.strip().lower() != "auto":
@@ -359,8 +371,8 @@ class TextTranslator:
 
     async def stream(self, plan: Plan, request_id: str) -> AsyncIterator[Event]:
         """``start``, then ``delta`` events (each piece's output as it is generated, cleaned
-        as it goes by ``StreamCleaner``, and the whitespace between pieces), then ``done``
-        with the cleaned, reassembled response."""
+        as it goes by ``StreamCleaner``, and the whitespace before, between and after the
+        pieces), then ``done`` with the cleaned, reassembled response."""
         yield "start", self._start_event(plan)
         if plan.cached is not None:
             c = plan.cached
@@ -375,12 +387,16 @@ class TextTranslator:
             return
         assert plan.split is not None
         pieces, outs = plan.split.pieces, list[PieceOutput]()
+        if plan.split.lead:  # the text's own leading whitespace, as ``done`` has it
+            yield "delta", {"text": plan.split.lead, "segment": 0}
         for i, (piece, job) in enumerate(zip(pieces, plan.jobs, strict=True)):
             piece_id = _piece_id(request_id, i, len(pieces))
             async for event in self._stream_piece(plan, piece.text, job, piece_id, i, outs):
                 yield event
             if piece.sep and i < len(pieces) - 1:
                 yield "delta", {"text": piece.sep, "segment": i}
+        if plan.split.trail:
+            yield "delta", {"text": plan.split.trail, "segment": len(pieces) - 1}
         yield "done", self._finish(plan, plan.split, outs).model_dump()
 
     async def _stream_piece(

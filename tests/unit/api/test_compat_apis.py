@@ -95,6 +95,67 @@ async def test_deepl_formality_on_a_family_without_it(engine: FakeEngine) -> Non
         assert r.status_code == 200
 
 
+SCRIPT_TARGETS = [
+    ("/translate", {"text": "Hello", "source_lang": "en", "target_lang": "zh-TW"}, {}, "error"),
+    (
+        "/translate/batch",
+        {"items": [{"text": "Hello", "source_lang": "en", "target_lang": "zh-Hant"}]},
+        {},
+        "results",
+    ),
+    ("/v2/translate", {"text": ["Hello"], "source_lang": "EN", "target_lang": "ZH-HANT"}, AUTH,
+     "message"),
+    ("/libretranslate/translate", {"q": "Hello", "source": "en", "target": "zh-TW"}, {}, "error"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "body", "headers", "key"), SCRIPT_TARGETS)
+async def test_a_target_script_the_model_lacks_is_refused_by_every_api(
+    engine: FakeEngine, path: str, body: dict, headers: dict, key: str
+) -> None:
+    """Seed-X offers Chinese in simplified characters only: traditional Chinese asked of it
+    (``zh-TW``, DeepL's ``ZH-HANT``) was translated into simplified characters, answered as
+    ``zh``. Each API refuses it now, in its own shape (a batch item in its place)."""
+    engine.reply = lambda prompt: "ok"
+    async with await client_for(engine, prompt={"family": "seed_x"}) as c:
+        r = await c.post(path, json=body, headers=headers)
+        if key == "results":
+            assert r.status_code == 200
+            error = r.json()["results"][0]["error"]
+            assert error["code"] == "unsupported_language"
+            assert "Hant script" in error["message"]
+        else:
+            assert r.status_code == 400, r.text
+            assert "Hant script" in str(r.json()[key])
+        assert not engine.requests
+        ok = {"text": "Hello", "source_lang": "zh-TW", "target_lang": "en"}  # a source: read
+        assert (await c.post("/translate", json=ok)).json()["source_lang"] == "zh"
+
+
+DETECTED_AS_TARGET = [
+    ("/translate", {"text": "Das Wetter ist heute wunderbar.", "target_lang": "de"}, {}, "error"),
+    ("/v2/translate", {"text": ["Das Wetter ist heute wunderbar."], "target_lang": "DE"}, AUTH,
+     "message"),
+    ("/libretranslate/translate",
+     {"q": "Das Wetter ist heute wunderbar.", "source": "auto", "target": "de"}, {}, "error"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "body", "headers", "key"), DETECTED_AS_TARGET)
+async def test_a_source_detected_as_the_target_says_it_was_detected(
+    client: httpx.AsyncClient, path: str, body: dict, headers: dict, key: str
+) -> None:
+    """A client that gave no source was told "Source and target are the same language
+    ('de')", as if it had sent one; the refusal says the text was detected as the target."""
+    r = await client.post(path, json=body, headers=headers)
+    assert r.status_code == 400, r.text
+    assert "detected as 'de'" in str(r.json()[key])
+    r = await client.post(path, json={**body, ("target" if "q" in body else "target_lang"): "auto"},
+                          headers=headers)  # fmt: skip
+    assert r.status_code == 400
+    assert "'auto' detects a source" in str(r.json()[key])
+
+
 DEEPL_ERRORS = [
     ({"text": ["Hi"], "target_lang": "DE"}, {}, 403),
     ({"target_lang": "DE"}, AUTH, 400),

@@ -234,3 +234,27 @@ async def test_a_replaced_request_id_is_sent_back(client: httpx.AsyncClient) -> 
     assert sent_back != "not a valid id!"
     assert len(sent_back) == 32
     assert sent_back.isalnum()
+
+
+LONG_VALUE = "x" * 200_000
+DEEPL_HI = {"text": ["hi"], "target_lang": "DE"}
+ECHOED = [
+    ("deepl", "/v2/translate", {**DEEPL_HI, "split_sentences": LONG_VALUE}),
+    ("deepl", "/v2/translate", {**DEEPL_HI, "formality": LONG_VALUE}),
+    ("libre", f"{LIBRE}/translate", {"q": "hi", "target": "de", "format": LONG_VALUE}),
+]
+
+
+@pytest.mark.parametrize(("api", "path", "body"), ECHOED, ids=["split", "formality", "format"])
+async def test_a_refusal_quoting_a_huge_value_is_bounded(
+    client: httpx.AsyncClient, api: str, path: str, body: dict[str, object]
+) -> None:
+    """Refusals quote the value they refuse: a 200,000-character ``split_sentences`` came
+    back whole in the message (a 200 KB answer to a bad parameter). A message is cut at
+    ``errors.MAX_MESSAGE_CHARS``, saying so."""
+    r = await client.post(path, content=json.dumps(body), headers={**JSON, **AUTH})
+    assert r.status_code == 400
+    message = shape(api, r)
+    assert len(message) < 1_100, len(message)
+    assert message.startswith("Invalid")
+    assert message.endswith(" characters)")

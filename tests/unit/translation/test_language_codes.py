@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from serve_app.core.errors import InvalidLanguageCode, UnsupportedLanguage, UnsupportedLanguagePair
@@ -79,3 +81,65 @@ def test_all_pairs_when_unrestricted() -> None:
 def test_malformed_pair_config_is_refused() -> None:
     with pytest.raises(ValueError, match="src:tgt"):
         LanguageRegistry(["en", "de"], ["en-de"])
+
+
+@pytest.mark.parametrize(
+    ("codes", "raw"),
+    [
+        (["en", "zh"], "zh-Hant"),  # Seed-X offers no traditional Chinese: was answered in zh
+        (["en", "zh"], "zh-TW"),
+        (["en", "zh"], "ZH-HANT"),  # DeepL's code
+        (["en", "sr"], "sr-Latn"),
+        (["en", "sr"], "sr-ME"),  # Montenegro writes Serbian in Latin
+        (["en", "pa"], "pa-PK"),  # Shahmukhi
+        (["en", "yue"], "yue-Hans"),
+    ],
+)
+def test_a_target_in_a_script_not_offered_is_unsupported(codes: list[str], raw: str) -> None:
+    """A target tag naming (or implying by its region) a script its language is not offered
+    in fell back to the bare language, so the answer came in the other script (Cyrillic for
+    ``sr-Latn``, simplified characters for ``zh-TW``) while the client asked for its own. As a
+    source, the base language reads the text, as before."""
+    registry = LanguageRegistry(codes)
+    with pytest.raises(UnsupportedLanguage, match="script"):
+        registry.resolve_target(raw)
+    assert registry.resolve(raw).code == codes[1]
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        ("sr-Cyrl", "sr"),
+        ("sr-RS", "sr"),
+        ("zh-Hant-TW", "zh-Hant"),
+        ("zh-SG", "zh"),
+        ("en-US", "en"),
+        ("en-x-foo", "en"),
+        ("de-DE-u-co-phonebk", "de"),
+        ("es-419", "es"),
+        ("yue-HK", "yue"),
+        ("iw", "he"),
+    ],
+)
+def test_a_target_in_its_usual_script_falls_back(raw: str, code: str) -> None:
+    assert LanguageRegistry(ALL_LANGUAGES).resolve_target(raw).code == code
+
+
+@pytest.mark.parametrize(
+    ("raw", "named"),
+    [
+        ("\u0435n", "U+0435 (CYRILLIC SMALL LETTER IE)"),  # looks like "en"
+        ("\uff45\uff4e", "U+FF45 (FULLWIDTH LATIN SMALL LETTER E)"),
+        ("en\u200b", "U+200B (ZERO WIDTH SPACE)"),
+        ("auto\u200b", "U+200B (ZERO WIDTH SPACE)"),
+        ("e\x00n", "U+0000"),
+        ("en US", "U+0020 (SPACE)"),
+    ],
+)
+def test_a_code_with_a_lookalike_or_invisible_character_names_it(raw: str, named: str) -> None:
+    """ "'еn' is not a valid BCP-47 language code" read as if "en" were refused: the
+    refusal names the character a client cannot see."""
+    registry = LanguageRegistry(ALL_LANGUAGES)
+    for resolve in (registry.resolve, registry.resolve_target):
+        with pytest.raises(InvalidLanguageCode, match=re.escape(named)):
+            resolve(raw)

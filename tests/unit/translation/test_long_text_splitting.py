@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import random
 import re
+import time
 
 import pytest
 
@@ -47,6 +49,17 @@ def test_paragraphs_first_then_sentences() -> None:
         "Seven eight nine",
         "ten.\nEleven twelve.",
     ]
+
+
+@pytest.mark.parametrize("brk", ["\r\n", "\r", "\n", " \u00a0\r\n"])
+def test_every_line_break_is_a_boundary_kept_whole(brk: str) -> None:
+    """CRLF, a lone CR (old Mac text) and LF are line and paragraph breaks, taken whole with
+    the whitespace around them: a CRLF was cut at its LF, and the CR left at the end of the
+    piece was stripped from the model's answer (``\\r\\n`` came back as ``\\n``); a paragraph
+    of CRLFs was no paragraph."""
+    text = f"One two three.{brk}Four five six.{brk}{brk}Seven eight nine."
+    assert rebuilt(text, 6) == ["One two three." + brk + "Four five six.", "Seven eight nine."]
+    assert rebuilt(text, 3) == ["One two three.", "Four five six.", "Seven eight nine."]
 
 
 def test_translations_go_back_with_the_original_separators() -> None:
@@ -128,3 +141,24 @@ def test_an_unbroken_run_is_split_in_linear_time(run: str) -> None:
         cost.append(count.chars)
     assert cost[1] <= 11 * cost[0], cost
     assert cost[1] <= 40 * 100_000, cost  # a bounded number of passes over the text
+
+
+def _best_time(text: str, tries: int = 3) -> float:
+    """The fastest of ``tries`` splits of ``text`` (a CI machine's other work only adds)."""
+    best = math.inf
+    for _ in range(tries):
+        start = time.perf_counter()
+        split = split_text(text, 1024, lambda t: len(t) // 3 + 1)
+        best = min(best, time.perf_counter() - start)
+        assert split.join([p.text for p in split.pieces]) == text
+    return best
+
+
+@pytest.mark.parametrize("run", [" ", "\t", " \u00a0", "  \r"])
+def test_a_long_run_of_spaces_is_split_in_linear_time(run: str) -> None:
+    """A text of "a", a run of spaces without a line break and "b": the paragraph and line
+    patterns, searched from every position, rescanned the rest of the run each time (80,000
+    spaces: 14 s, holding the GIL in a planning thread, so the event loop stood still too).
+    8x the run must cost about 8x, not 64x (the slack absorbs a loaded machine's jitter)."""
+    short, long = (f"a{run * (n // len(run))}b" for n in (10_000, 80_000))
+    assert _best_time(long) <= 16 * _best_time(short) + 0.1

@@ -46,6 +46,7 @@ from serve_app.api.compat.openai.protocol import (
 )
 from serve_app.api.errors import http_status, internal_error_message
 from serve_app.core.aio import produced
+from serve_app.core.characters import ESCAPE_JOINER
 from serve_app.core.errors import InvalidRequest, ModelNotFound, ServiceError, TextTooLong
 from serve_app.engine.protocol import Generation, GenerationChunk, GenerationRequest
 from serve_app.translation.families import ChatPrompt
@@ -68,6 +69,16 @@ class Jobs:
     prompt_tokens: int
     characters: int
     deadline: float
+    # Whether a message holds a word joiner of its own: else every one in the answer is a
+    # copy of the escaping's (``answer_text``).
+    keeps_joiners: bool = False
+
+    def answer_text(self, text: str) -> str:
+        """The model's text without the word joiners the prompt's escaping put into the
+        messages' control-token strings (``<|im_start|>`` is sent as ``<`` U+2060
+        ``|im_start|>``, and a model copies it): the client never sent them. A single
+        character, so a stream's chunks lose theirs one by one."""
+        return text if self.keeps_joiners else text.replace(ESCAPE_JOINER, "")
 
 
 def _choices(job: GenerationRequest, n: int, seed: int | None) -> tuple[GenerationRequest, ...]:
@@ -136,7 +147,9 @@ class ChatServing:
             stream=body.stream,
             logit_bias=body.biases(),
         )
-        return Jobs(_choices(job, body.n, body.seed), len(prompt_ids), characters, deadline)
+        keeps = any(ESCAPE_JOINER in m.text() for m in body.messages)
+        requests = _choices(job, body.n, body.seed)
+        return Jobs(requests, len(prompt_ids), characters, deadline, keeps)
 
     def _check_biases(self, body: ChatCompletionRequest) -> None:
         """A 400 for a biased token past the model's vocabulary, before a stream opens (the
@@ -217,7 +230,11 @@ class ChatServing:
             self._record(jobs, i, g.input_tokens, g.output_tokens, g)
         service.characters += jobs.characters
         choices = [
-            Choice(index=i, message=AssistantMessage(content=g.text), finish_reason=_reason(g))
+            Choice(
+                index=i,
+                message=AssistantMessage(content=jobs.answer_text(g.text)),
+                finish_reason=_reason(g),
+            )
             for i, g in enumerate(generations)
         ]
         completion = sum(g.output_tokens for g in generations)
@@ -250,8 +267,8 @@ class ChatServing:
         try:
             async with aclosing(self._produced(jobs, writer.request_id)) as produced_chunks:
                 async for index, chunk in produced_chunks:
-                    if chunk.text:
-                        yield writer.content(index, chunk.text)
+                    if text := jobs.answer_text(chunk.text):
+                        yield writer.content(index, text)
                     if chunk.finished:
                         completion += chunk.output_tokens
                         self._record(jobs, index, chunk.input_tokens, chunk.output_tokens)
