@@ -141,15 +141,22 @@ DETECTED_AS_TARGET = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("path", "body", "headers", "key"), DETECTED_AS_TARGET)
 async def test_a_source_detected_as_the_target_says_it_was_detected(
-    client: httpx.AsyncClient, path: str, body: dict, headers: dict, key: str
+    client: httpx.AsyncClient,
 ) -> None:
     """A client that gave no source was told "Source and target are the same language
-    ('de')", as if it had sent one; the refusal says the text was detected as the target."""
+    ('de')", as if it had sent one; the refusal says the text was detected as the target.
+    (DeepL and LibreTranslate answer such a text as it is: test_deepl_client_features.)"""
+    path, body, headers, key = DETECTED_AS_TARGET[0]
     r = await client.post(path, json=body, headers=headers)
     assert r.status_code == 400, r.text
     assert "detected as 'de'" in str(r.json()[key])
+
+
+@pytest.mark.parametrize(("path", "body", "headers", "key"), DETECTED_AS_TARGET)
+async def test_auto_as_a_target_says_it_detects_sources(
+    client: httpx.AsyncClient, path: str, body: dict, headers: dict, key: str
+) -> None:
     r = await client.post(path, json={**body, ("target" if "q" in body else "target_lang"): "auto"},
                           headers=headers)  # fmt: skip
     assert r.status_code == 400
