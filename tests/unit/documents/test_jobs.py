@@ -273,3 +273,38 @@ def test_segment_flags_pack_small() -> None:
 
 def test_extracting_samples_needs_no_store() -> None:
     assert extract(FORMATS["txt"], SAMPLES["txt"](), DocumentLimits())
+
+
+@pytest.mark.parametrize("segments", [1, 2], ids=["last-segment", "not-the-last"])
+async def test_a_job_deleted_while_its_segments_are_translated_ends_them_quietly(
+    store: Store, segments: int
+) -> None:
+    """A client's DELETE during the translation: the worker's segments in flight end
+    without an error (before: their tasks raised DocumentNotFound, logged as never
+    retrieved), and the worker goes on to the next job."""
+    jobs, started, release = (
+        DocumentJobs(store, CONFIG, MAX_REQUESTS),
+        asyncio.Event(),
+        asyncio.Event(),
+    )
+
+    class Held(Translator):
+        async def __call__(self, claim: SegmentClaim, text: str, context: str) -> str:
+            started.set()
+            await release.wait()
+            return await super().__call__(claim, text, context)
+
+    text = "\n\n".join(f"paragraph {i}" for i in range(segments)).encode()
+    doomed = await jobs.submit("alice", Upload("a.txt", text, "de"))
+    w = worker(jobs, Held())
+    assert await w.step() == segments
+    await started.wait()
+    await jobs.delete("alice", doomed.job.id)
+    release.set()
+    results = await asyncio.gather(*list(w.running), return_exceptions=True)
+    assert results == [None] * segments
+    with pytest.raises(DocumentNotFound):
+        await jobs.status("alice", doomed.job.id)
+    kept = await jobs.submit("alice", Upload("b.txt", b"next", "de"))
+    await drain(w)
+    assert (await jobs.status("alice", kept.job.id)).state == "done"
