@@ -245,6 +245,36 @@ async def test_deepl_download_before_the_document_is_done_says_when_to_retry(
         assert set(answer.json()) == {"message"}
 
 
+async def test_a_failed_jobs_download_says_it_failed_not_to_retry(setup: Setup) -> None:
+    """A job that failed will never be ready: its download is a 409 ``document_failed``
+    with the reason, in each API's shape, and no Retry-After. Before, it was the
+    not-ready answer: DeepL's 503 + Retry-After 1, which a client polling the result
+    retried for ever."""
+    files = {"file": ("a.txt", b"Hello world.", "text/plain")}
+    r = await setup.client.post("/v2/document", files=files, data={"target_lang": "DE"},
+                                headers=AUTH)  # fmt: skip
+    handle = r.json()
+    await setup.documents.jobs.store.fail_document(handle["document_id"], "the model broke")
+    key = {"document_key": handle["document_key"]}
+    deepl = await setup.client.post(
+        f"/v2/document/{handle['document_id']}/result", json=key, headers=AUTH
+    )
+    assert deepl.status_code == 409, deepl.text
+    assert "retry-after" not in deepl.headers
+    assert set(deepl.json()) == {"message"}
+    assert "the model broke" in deepl.json()["message"]
+    r = await setup.client.post(
+        "/documents", files={"file": ("b.txt", b"Hello.", "text/plain")},
+        data={"target_lang": "de"},
+    )  # fmt: skip
+    job_id = r.json()["id"]
+    await setup.documents.jobs.store.fail_document(job_id, "the model broke")
+    native = await setup.client.get(f"/documents/{job_id}/result")
+    assert native.status_code == 409, native.text
+    assert "retry-after" not in native.headers
+    assert native.json()["error"]["code"] == "document_failed"
+
+
 async def test_deepl_document_needs_auth_and_the_right_key(setup: Setup) -> None:
     files = {"file": ("a.txt", b"hello", "text/plain")}
     r = await setup.client.post("/v2/document", files=files, data={"target_lang": "DE"})

@@ -12,6 +12,7 @@ import pytest
 from serve_app.core.config import LimitsConfig
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.core.errors import (
+    DocumentFailed,
     DocumentNotFound,
     DocumentNotReady,
     GlossaryTooLarge,
@@ -186,7 +187,7 @@ async def test_a_segment_the_model_cannot_translate_fails_the_job_with_the_reaso
     job = await jobs.status("alice", submitted.job.id)
     assert job.state == "error"
     assert "'xx' is not offered" in (job.error or "")
-    with pytest.raises(DocumentNotReady, match="not offered"):
+    with pytest.raises(DocumentFailed, match="not offered"):
         await jobs.result("alice", submitted.job.id)
 
 
