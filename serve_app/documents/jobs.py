@@ -185,10 +185,7 @@ class DocumentJobs:
             if job.state in ("done", "error"):
                 return job
             if time.monotonic() >= deadline:
-                raise DeadlineExceeded(
-                    f"The document was not translated within {timeout_s:g}s; it is still "
-                    "being translated."
-                )
+                raise DeadlineExceeded(f"The document was not translated within {timeout_s:g}s.")
             await asyncio.sleep(self.config.poll_interval_s)
 
     async def assemble(self, job_id: str) -> DocumentJob:

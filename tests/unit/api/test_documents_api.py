@@ -320,6 +320,33 @@ async def test_libre_translate_file_answers_a_download_url(setup: Setup) -> None
     CHECKS["md"](data, r.content, anything)
 
 
+async def test_libre_translate_file_past_its_wait_leaves_no_job_behind(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``/translate_file`` gives the job's id only in its answer: a 504 (the wait passed)
+    or a client gone while it waits left a job nobody could fetch, translated for nothing
+    and counted against the key's documents until it expired; each retry stacked another.
+    Both now delete it. (Checked after each setup's teardown has run: ``make`` closes its
+    store only when its loop ends.)"""
+    files = {"file": ("notes.txt", b"Hello world.", "text/plain")}
+    form = {"source": "en", "target": "de"}
+    async for s in make(tmp_path, wait_timeout_s=0.05):  # no worker runs: never done
+        timed_out = await s.client.post("/libretranslate/translate_file", files=files, data=form)
+        left_by_504 = await s.documents.jobs.store.list_documents("")
+    assert timed_out.status_code == 504, timed_out.text
+    assert set(timed_out.json()) == {"error"}
+    assert left_by_504 == []
+    async for s in make(tmp_path / "gone", wait_timeout_s=300):
+        store = s.documents.jobs.store
+        post = s.client.post("/libretranslate/translate_file", files=files, data=form)
+        request = asyncio.create_task(post)
+        while not await store.list_documents(""):  # until the job is stored and waited for
+            await asyncio.sleep(0.01)
+        request.cancel()  # the client leaves
+        outcome = (await asyncio.gather(request, return_exceptions=True))[0]
+        left_by_leaving = await store.list_documents("")
+    assert isinstance(outcome, asyncio.CancelledError)
+    assert left_by_leaving == []
+
+
 async def test_libre_translate_file_errors_in_libres_shape(setup: Setup) -> None:
     files = {"file": ("a.pdf", b"%PDF", "application/pdf")}
     r = await setup.client.post(
