@@ -84,7 +84,7 @@ class EventStreamResponse(StreamingResponse):
     A body never started (the client gone before it was read) is otherwise closed by
     nobody: Starlette closes no iterator it did not finish."""
 
-    def __init__(self, body: AsyncIterator[bytes], source: Events) -> None:
+    def __init__(self, body: AsyncIterator[bytes], source: AsyncIterator[Any]) -> None:
         super().__init__(body, media_type="text/event-stream", headers=HEADERS)
         self.source = source
 
