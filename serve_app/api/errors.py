@@ -57,6 +57,7 @@ STATUS: dict[type[e.ServiceError], int] = {
     e.InvalidDocument: 400,
     e.DocumentTooLarge: 413,
     e.DocumentNotReady: 409,
+    e.DocumentFailed: 409,
     e.LimitReached: 403,
     e.NameTaken: 409,
     e.QuotaExceeded: 429,

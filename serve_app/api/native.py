@@ -15,7 +15,7 @@ from serve_app.api.bodies import has_lone_surrogate, lone_surrogate
 from serve_app.api.glossaries import apply_glossaries
 from serve_app.api.keys import caller_usage, charged, key_of, translate_batch_charged
 from serve_app.api.pacing import paced
-from serve_app.api.sse import HEADERS, opened, sse_stream
+from serve_app.api.sse import EventStreamResponse, opened, sse_stream
 from serve_app.core.errors import EngineUnavailable, ServiceError
 from serve_app.core.schemas import (
     BatchTranslateRequest,
@@ -80,11 +80,7 @@ def _translation_routes(app: APIRouter, service: TranslationService) -> None:
         async with charged(request, len(body.text)):  # refunded if the stream cannot start
             events = await opened(await service.translate_stream(body, request_id))
         interval = service.limits.stream_interval_s
-        return StreamingResponse(
-            paced(sse_stream(events, request_id), interval),
-            media_type="text/event-stream",
-            headers=HEADERS,
-        )
+        return EventStreamResponse(paced(sse_stream(events, request_id), interval), events)
 
 
 async def translate_batch_items(

@@ -10,11 +10,15 @@ the status: it is sent as an ``error`` event with the usual ``{"error": {"code",
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import suppress
 from typing import Any
+
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from serve_app.api.errors import error_body, internal_error_message
 from serve_app.core.errors import ServiceError
@@ -31,25 +35,68 @@ def format_event(name: str, data: dict[str, Any]) -> bytes:
 Events = AsyncIterator[tuple[str, dict[str, Any]]]
 
 
+class OpenedStream:
+    """A stream whose first event has been taken (``opened``): that event, then the rest.
+    ``aclose`` closes the source whether or not iteration has begun: a client gone before
+    its response's body was read left the source (holding an admission slot and an engine
+    request) open until a garbage collection found it."""
+
+    def __init__(self, first: tuple[str, dict[str, Any]], events: Events) -> None:
+        self._first: tuple[str, dict[str, Any]] | None = first
+        self._events = events
+
+    def __aiter__(self) -> OpenedStream:
+        return self
+
+    async def __anext__(self) -> tuple[str, dict[str, Any]]:
+        if (first := self._first) is not None:
+            self._first = None
+            return first
+        return await anext(self._events)
+
+    async def aclose(self) -> None:
+        self._first = None
+        await close_quietly(self._events)
+
+
+async def close_quietly(stream: object) -> None:
+    """Closes an async generator (or anything with ``aclose``), whatever it raises."""
+    if (close := getattr(stream, "aclose", None)) is not None:
+        with suppress(Exception):
+            await close()
+
+
 async def opened(events: Events) -> Events:
     """``events`` once its first event has come: the errors of the stream's first checks
-    are raised here, before a status is sent."""
+    are raised here, before a status is sent. Send it in an ``EventStreamResponse``,
+    which closes it however the response ends."""
     try:
         first = await anext(events)
     except StopAsyncIteration:
         return events
+    return OpenedStream(first, events)
 
-    async def rest() -> Events:
+
+class EventStreamResponse(StreamingResponse):
+    """Server-sent events from ``body`` (chunks made from ``source``): once the response
+    ends, finished, failed or cancelled (the client gone), ``body`` and then ``source`` are
+    closed, which stops the source's producer, its engine request and its admission slot.
+    A body never started (the client gone before it was read) is otherwise closed by
+    nobody: Starlette closes no iterator it did not finish."""
+
+    def __init__(self, body: AsyncIterator[bytes], source: AsyncIterator[Any]) -> None:
+        super().__init__(body, media_type="text/event-stream", headers=HEADERS)
+        self.source = source
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            yield first
-            async for event in events:
-                yield event
+            await super().__call__(scope, receive, send)
         finally:
-            if (close := getattr(events, "aclose", None)) is not None:
-                with suppress(Exception):
-                    await close()
+            await asyncio.shield(self._close())
 
-    return rest()
+    async def _close(self) -> None:
+        await close_quietly(self.body_iterator)  # first: it may be reading the source
+        await close_quietly(self.source)
 
 
 async def sse_stream(

@@ -161,9 +161,16 @@ class DocumentTooLarge(ClientError):
 
 
 class DocumentNotReady(ClientError):
-    """The document's translation is still running (or failed): nothing to download yet."""
+    """The document's translation is still running: nothing to download yet."""
 
     code = "document_not_ready"
+
+
+class DocumentFailed(ClientError):
+    """The document's translation failed: there will never be a file to download (not a
+    "not ready", which clients retry)."""
+
+    code = "document_failed"
 
 
 class LimitReached(ClientError):

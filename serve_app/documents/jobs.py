@@ -30,8 +30,8 @@ from serve_app.core.aio import ThreadGate
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.core.errors import (
     DeadlineExceeded,
+    DocumentFailed,
     DocumentNotFound,
-    DocumentNotReady,
     GlossaryTooLarge,
     ServiceError,
 )
@@ -182,10 +182,11 @@ class DocumentJobs:
     async def result(
         self, owner: str | None, job_id: str, key: str | None = None
     ) -> tuple[DocumentJob, bytes]:
-        """The translated file; DocumentNotReady (409) until it is done."""
+        """The translated file; DocumentNotReady (409) until it is done, DocumentFailed
+        (409) once it has failed."""
         job = await self.status(owner, job_id, key)
         if job.state == "error":
-            raise DocumentNotReady(f"The document's translation failed: {job.error}")
+            raise DocumentFailed(f"The document's translation failed: {job.error}")
         return job, await self.store.document_result(owner, job_id)
 
     async def delete(self, owner: str, job_id: str) -> None:
@@ -199,10 +200,7 @@ class DocumentJobs:
             if job.state in ("done", "error"):
                 return job
             if time.monotonic() >= deadline:
-                raise DeadlineExceeded(
-                    f"The document was not translated within {timeout_s:g}s; it is still "
-                    "being translated."
-                )
+                raise DeadlineExceeded(f"The document was not translated within {timeout_s:g}s.")
             await asyncio.sleep(self.config.poll_interval_s)
 
     async def assemble(self, job_id: str) -> DocumentJob:

@@ -22,7 +22,7 @@ from contextlib import suppress
 from typing import Any
 
 from serve_app.core.documents_config import DocumentsConfig
-from serve_app.core.errors import ServerError, ServiceError, StoreUnavailable
+from serve_app.core.errors import DocumentNotFound, ServerError, ServiceError, StoreUnavailable
 from serve_app.documents import Segment, translate_segment
 from serve_app.documents.jobs import TAGGED, DocumentJobs, flag_at
 from serve_app.store import DocumentJob, SegmentClaim
@@ -100,7 +100,14 @@ class DocumentWorker:
         return len(claims)
 
     async def work(self, claim: SegmentClaim) -> None:
-        """Translates one claimed segment and stores the result (or the failure)."""
+        """Translates one claimed segment and stores the result (or the failure); a job
+        deleted (or expired) meanwhile ends it quietly: its owner no longer wants it."""
+        try:
+            await self._work(claim)
+        except DocumentNotFound:
+            logger.info("document %s deleted during segment %d", claim.job_id, claim.index)
+
+    async def _work(self, claim: SegmentClaim) -> None:
         try:
             translation = await self._translate(claim)
         except ServiceError as exc:

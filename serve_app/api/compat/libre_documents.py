@@ -6,12 +6,15 @@ stored glossary of the key, which needs an explicit ``source``) answers once the
 translated, with ``{"translatedFileUrl": ".../download_file/<id>.<name>"}``; the download
 answers the file under its original name. The job id in the URL is the download's only
 credential, as the random name is in LibreTranslate. A file not done within
-``documents.wait_timeout_s`` gets a 504 (the job goes on; the same upload can be retried
-later).
+``documents.wait_timeout_s`` gets a 504, and its job is deleted, as is the job of a client
+that leaves while it waits: the id is given only in the answer, so nobody could fetch the
+file, and each retry stacked one more job against the key's documents.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request, Response
@@ -26,6 +29,17 @@ from serve_app.api.documents import (
 from serve_app.core.errors import InvalidRequest
 from serve_app.documents.jobs import Upload
 from serve_app.documents.replica import ReplicaDocuments
+from serve_app.store import DocumentJob
+
+logger = logging.getLogger("ray.serve.translator")
+
+
+async def _dropped(documents: ReplicaDocuments, job: DocumentJob) -> None:
+    """Deletes a job whose id its client will never learn (already gone: nothing to do)."""
+    try:
+        await documents.jobs.delete(job.owner, job.id)
+    except Exception as exc:  # deleted or expired meanwhile, or the store away: it expires
+        logger.info("document %s not dropped: %r", job.id, exc)
 
 
 def libre_document_routes(router: APIRouter, documents: ReplicaDocuments, prefix: str) -> None:
@@ -44,7 +58,11 @@ def libre_document_routes(router: APIRouter, documents: ReplicaDocuments, prefix
         up = await with_glossary(request, documents, up, field(form, "glossary_id"))
         submitted = await submit(request, documents, up)
         job_id = submitted.job.id
-        await documents.jobs.wait(None, job_id, documents.config.wait_timeout_s)
+        try:
+            await documents.jobs.wait(None, job_id, documents.config.wait_timeout_s)
+        except BaseException:  # the 504, or the client gone (cancelled)
+            await asyncio.shield(_dropped(documents, submitted.job))
+            raise
         await documents.jobs.result(None, job_id)  # a failed job answers its error here
         base = str(request.base_url).rstrip("/")
         url = f"{base}{prefix}/download_file/{job_id}.{quote(submitted.job.name, safe='')}"

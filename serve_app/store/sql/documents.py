@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from serve_app.core.errors import DocumentNotFound, DocumentNotReady, LimitReached
+from serve_app.core.errors import DocumentFailed, DocumentNotFound, DocumentNotReady, LimitReached
 from serve_app.store.protocol import DocumentBacklog, DocumentJob, NewSegment, SegmentClaim
 from serve_app.store.sql.database import Database, Row, Tx
 from serve_app.store.validation import (
@@ -138,6 +138,8 @@ async def list_all(db: Database, owner: str) -> list[DocumentJob]:
 async def file(db: Database, owner: str | None, job_id: str, kind: str) -> bytes:
     async with db.tx() as tx:
         job = await _fetch_job(db, tx, owner, job_id)
+        if kind == "result" and job.state == "error":  # failed since its status was read
+            raise DocumentFailed(f"The document's translation failed: {job.error}")
         if kind == "result" and job.state != "done":
             raise DocumentNotReady(f"Document {job_id!r} is {job.state}; nothing to download yet.")
         row = await tx.fetchrow(

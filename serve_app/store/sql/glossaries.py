@@ -278,6 +278,9 @@ async def delete(db: Database, owner: str, glossary_id: str) -> None:
     if not may_name_a_row(glossary_id):
         raise _not_found(glossary_id)
     async with db.tx() as tx:
+        # The lock of every edit: a delete committed between an edit's reads and its writes
+        # (another replica's PATCH) failed the edit's foreign key, a 500, or deadlocked it.
+        await db.lock(tx, "glossaries:" + owner)
         row = await tx.fetchrow(
             "DELETE FROM glossaries WHERE id = ? AND owner = ? RETURNING id", glossary_id, owner
         )

@@ -245,6 +245,36 @@ async def test_deepl_download_before_the_document_is_done_says_when_to_retry(
         assert set(answer.json()) == {"message"}
 
 
+async def test_a_failed_jobs_download_says_it_failed_not_to_retry(setup: Setup) -> None:
+    """A job that failed will never be ready: its download is a 409 ``document_failed``
+    with the reason, in each API's shape, and no Retry-After. Before, it was the
+    not-ready answer: DeepL's 503 + Retry-After 1, which a client polling the result
+    retried for ever."""
+    files = {"file": ("a.txt", b"Hello world.", "text/plain")}
+    r = await setup.client.post("/v2/document", files=files, data={"target_lang": "DE"},
+                                headers=AUTH)  # fmt: skip
+    handle = r.json()
+    await setup.documents.jobs.store.fail_document(handle["document_id"], "the model broke")
+    key = {"document_key": handle["document_key"]}
+    deepl = await setup.client.post(
+        f"/v2/document/{handle['document_id']}/result", json=key, headers=AUTH
+    )
+    assert deepl.status_code == 409, deepl.text
+    assert "retry-after" not in deepl.headers
+    assert set(deepl.json()) == {"message"}
+    assert "the model broke" in deepl.json()["message"]
+    r = await setup.client.post(
+        "/documents", files={"file": ("b.txt", b"Hello.", "text/plain")},
+        data={"target_lang": "de"},
+    )  # fmt: skip
+    job_id = r.json()["id"]
+    await setup.documents.jobs.store.fail_document(job_id, "the model broke")
+    native = await setup.client.get(f"/documents/{job_id}/result")
+    assert native.status_code == 409, native.text
+    assert "retry-after" not in native.headers
+    assert native.json()["error"]["code"] == "document_failed"
+
+
 async def test_deepl_document_needs_auth_and_the_right_key(setup: Setup) -> None:
     files = {"file": ("a.txt", b"hello", "text/plain")}
     r = await setup.client.post("/v2/document", files=files, data={"target_lang": "DE"})
@@ -288,6 +318,33 @@ async def test_libre_translate_file_answers_a_download_url(setup: Setup) -> None
     assert r.status_code == 200
     assert 'filename="notes.md"' in r.headers["content-disposition"]
     CHECKS["md"](data, r.content, anything)
+
+
+async def test_libre_translate_file_past_its_wait_leaves_no_job_behind(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``/translate_file`` gives the job's id only in its answer: a 504 (the wait passed)
+    or a client gone while it waits left a job nobody could fetch, translated for nothing
+    and counted against the key's documents until it expired; each retry stacked another.
+    Both now delete it. (Checked after each setup's teardown has run: ``make`` closes its
+    store only when its loop ends.)"""
+    files = {"file": ("notes.txt", b"Hello world.", "text/plain")}
+    form = {"source": "en", "target": "de"}
+    async for s in make(tmp_path, wait_timeout_s=0.05):  # no worker runs: never done
+        timed_out = await s.client.post("/libretranslate/translate_file", files=files, data=form)
+        left_by_504 = await s.documents.jobs.store.list_documents("")
+    assert timed_out.status_code == 504, timed_out.text
+    assert set(timed_out.json()) == {"error"}
+    assert left_by_504 == []
+    async for s in make(tmp_path / "gone", wait_timeout_s=300):
+        store = s.documents.jobs.store
+        post = s.client.post("/libretranslate/translate_file", files=files, data=form)
+        request = asyncio.create_task(post)
+        while not await store.list_documents(""):  # until the job is stored and waited for
+            await asyncio.sleep(0.01)
+        request.cancel()  # the client leaves
+        outcome = (await asyncio.gather(request, return_exceptions=True))[0]
+        left_by_leaving = await store.list_documents("")
+    assert isinstance(outcome, asyncio.CancelledError)
+    assert left_by_leaving == []
 
 
 async def test_libre_translate_file_errors_in_libres_shape(setup: Setup) -> None:

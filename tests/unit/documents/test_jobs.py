@@ -12,6 +12,7 @@ import pytest
 from serve_app.core.config import LimitsConfig
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.core.errors import (
+    DocumentFailed,
     DocumentNotFound,
     DocumentNotReady,
     GlossaryTooLarge,
@@ -186,7 +187,7 @@ async def test_a_segment_the_model_cannot_translate_fails_the_job_with_the_reaso
     job = await jobs.status("alice", submitted.job.id)
     assert job.state == "error"
     assert "'xx' is not offered" in (job.error or "")
-    with pytest.raises(DocumentNotReady, match="not offered"):
+    with pytest.raises(DocumentFailed, match="not offered"):
         await jobs.result("alice", submitted.job.id)
 
 
@@ -288,3 +289,38 @@ async def test_an_unexpected_failure_is_not_shown_to_the_client(store: Store) ->
     assert "secret" not in (job.error or "")
     assert "ValueError" not in (job.error or "")
     assert f"internal error; quote document {submitted.job.id}" in (job.error or "")
+
+
+@pytest.mark.parametrize("segments", [1, 2], ids=["last-segment", "not-the-last"])
+async def test_a_job_deleted_while_its_segments_are_translated_ends_them_quietly(
+    store: Store, segments: int
+) -> None:
+    """A client's DELETE during the translation: the worker's segments in flight end
+    without an error (before: their tasks raised DocumentNotFound, logged as never
+    retrieved), and the worker goes on to the next job."""
+    jobs, started, release = (
+        DocumentJobs(store, CONFIG, MAX_REQUESTS),
+        asyncio.Event(),
+        asyncio.Event(),
+    )
+
+    class Held(Translator):
+        async def __call__(self, claim: SegmentClaim, text: str, context: str) -> str:
+            started.set()
+            await release.wait()
+            return await super().__call__(claim, text, context)
+
+    text = "\n\n".join(f"paragraph {i}" for i in range(segments)).encode()
+    doomed = await jobs.submit("alice", Upload("a.txt", text, "de"))
+    w = worker(jobs, Held())
+    assert await w.step() == segments
+    await started.wait()
+    await jobs.delete("alice", doomed.job.id)
+    release.set()
+    results = await asyncio.gather(*list(w.running), return_exceptions=True)
+    assert results == [None] * segments
+    with pytest.raises(DocumentNotFound):
+        await jobs.status("alice", doomed.job.id)
+    kept = await jobs.submit("alice", Upload("b.txt", b"next", "de"))
+    await drain(w)
+    assert (await jobs.status("alice", kept.job.id)).state == "done"

@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from serve_app.core.errors import (
+    DocumentFailed,
     DocumentNotFound,
     DocumentNotReady,
     DocumentTooLarge,
@@ -116,6 +117,8 @@ async def test_permanent_failure_and_fail_document(store: Store) -> None:
     assert failed.state == "error"
     other = await new_job(store, ["y"])
     assert (await store.fail_document(other.id, "bad file")).error == "bad file"
+    with pytest.raises(DocumentFailed, match="bad file"):  # never ready: not a 'retry'
+        await store.document_result("k1", other.id)
 
 
 async def test_another_workers_lease_is_not_released(store: Store, clock: FakeClock) -> None:

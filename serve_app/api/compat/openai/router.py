@@ -31,7 +31,7 @@ from serve_app.api.compat.openai.serving import CHAT_PAIR, ChatServing, ChunkWri
 from serve_app.api.errors import register_error_format
 from serve_app.api.keys import charged
 from serve_app.api.pacing import paced
-from serve_app.api.sse import HEADERS
+from serve_app.api.sse import EventStreamResponse
 from serve_app.translation.service import TranslationService
 
 Answer = TypeVar("Answer", bound=BaseModel)
@@ -85,8 +85,9 @@ def openai_router(app: FastAPI, service: TranslationService) -> None:
             if not body.stream:
                 return answer(await chat.complete(jobs, request_id), request_id)
             chat.check_stream(jobs)
-        chunks = paced(chat.stream(jobs, writer(request_id)), service.limits.stream_interval_s)
-        return StreamingResponse(chunks, media_type="text/event-stream", headers=HEADERS)
+            produced = await chat.open_stream(jobs, request_id)
+        events = chat.stream(produced, jobs, writer(request_id))
+        return EventStreamResponse(paced(events, service.limits.stream_interval_s), produced)
 
     @router.post("/chat/completions", response_model=ChatCompletion, responses={200: _STREAM})
     async def chat_completions(

@@ -258,15 +258,32 @@ class ChatServing:
         self.service.require_ready()
         self.service.admission.check(len(jobs.requests))
 
-    async def stream(self, jobs: Jobs, writer: StreamWriter) -> AsyncIterator[bytes]:
-        """The completion as ``writer``'s server-sent events: its opening, content as
-        generated, each choice's finish, its closing with the usage; an error once started
-        is ``writer``'s failure event."""
+    async def open_stream(self, jobs: Jobs, request_id: str) -> Produced:
+        """The choices' chunks once they are admitted: a refusal (503 ``overloaded``, its
+        Retry-After) is raised here, before a status is sent. Admitted only once the body
+        was read, a storm of streams that all passed ``check_stream`` got 200s whose only
+        event was the error, which no client retries. The caller closes what it gets."""
+        chunks = self._produced(jobs, request_id)
+        try:
+            await anext(chunks)  # the producer's first item: its admission (or refusal)
+        except BaseException:
+            await chunks.aclose()
+            raise
+        return chunks
+
+    async def stream(
+        self, chunks: Produced, jobs: Jobs, writer: StreamWriter
+    ) -> AsyncIterator[bytes]:
+        """The completion (``chunks`` from ``open_stream``) as ``writer``'s server-sent
+        events: its opening, content as generated, each choice's finish, its closing with
+        the usage; an error once started is ``writer``'s failure event."""
         yield writer.opening(len(jobs.requests))
         completion = 0
         try:
-            async with aclosing(self._produced(jobs, writer.request_id)) as produced_chunks:
+            async with aclosing(chunks) as produced_chunks:
                 async for index, chunk in produced_chunks:
+                    if chunk is None:
+                        continue
                     if text := jobs.answer_text(chunk.text):
                         yield writer.content(index, text)
                     if chunk.finished:
@@ -282,26 +299,29 @@ class ChatServing:
             logger.exception("stream %s failed unexpectedly", writer.request_id)
             yield writer.failure(internal_error(writer.request_id))
 
-    def _produced(
-        self, jobs: Jobs, request_id: str
-    ) -> AsyncGenerator[tuple[int, GenerationChunk], None]:
+    def _produced(self, jobs: Jobs, request_id: str) -> Produced:
         """Every choice's chunks as they come, from a producer task that owns admission
         and the deadline (a deadline spanning this generator's yields would land in the
-        consumer)."""
+        consumer); the first item, without a chunk, says the choices are admitted."""
         service, n = self.service, len(jobs.requests)
         engine_id = service.engine_id(request_id)  # unique, whatever the client's id
 
-        async def produce(put: Callable[[tuple[int, GenerationChunk]], None]) -> None:
+        async def produce(put: Callable[[tuple[int, GenerationChunk | None]], None]) -> None:
             async def pump(index: int, job: GenerationRequest) -> None:
                 ids = choice_id(engine_id, index, n)
                 async for chunk in service.engine.generate_stream(job, ids):
                     put((index, chunk))
 
             with service.admission.admit(n):
+                put((-1, None))
                 async with service.until(jobs.deadline):
                     await gather_all([pump(i, job) for i, job in enumerate(jobs.requests)])
 
         return produced(produce)
+
+
+# A stream's items: (choice index, chunk); the first, (-1, None), its admission.
+Produced = AsyncGenerator[tuple[int, GenerationChunk | None], None]
 
 
 class StreamWriter(Protocol):
