@@ -29,6 +29,7 @@ from serve_app.api.compat.common import (
     one,
     read_params,
 )
+from serve_app.api.compat.libre_codes import libre_code
 from serve_app.api.compat.libre_documents import libre_document_routes
 from serve_app.api.compat.libre_settings import frontend_settings
 from serve_app.api.compat.markup import libre_format
@@ -57,7 +58,7 @@ def libre_error(status: int, code: str, message: str) -> tuple[int, dict[str, An
 
 async def _translate(service: TranslationService, request: Request) -> dict[str, Any]:
     params = await read_params(request)
-    q, target = params.get("q"), one(params, "target")
+    q, target = params.get("q"), libre_code(one(params, "target"))
     if not q or q == [""]:
         raise InvalidRequest("Invalid request: missing q parameter")
     if not target:
@@ -67,7 +68,7 @@ async def _translate(service: TranslationService, request: Request) -> dict[str,
         raise InvalidRequest("Invalid request: q was given more than once; send a list for many.")
     fmt = libre_format(params)
     k = _alternatives_count(params, "alternatives" in request.state.arrays)
-    source = one(params, "source", "auto")
+    source = libre_code(one(params, "source", "auto"))
     glossary_id = one(params, "glossary_id") or None
     service.check_batch_size(len(q))
     items = [

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request, Response
 
+from serve_app.api.compat.libre_codes import libre_code
 from serve_app.api.documents import (
     field,
     file_response,
@@ -49,12 +50,12 @@ def libre_document_routes(router: APIRouter, documents: ReplicaDocuments, prefix
     async def translate_file(request: Request) -> dict[str, str]:
         """LibreTranslate ``POST /translate_file``: the file translated, as a download URL."""
         file, data, form = await read_upload(request, max_bytes)
-        target = field(form, "target")
+        target = libre_code(field(form, "target"))
         if not target:
             raise InvalidRequest("Invalid request: missing target parameter")
         if not file.filename:
             raise InvalidRequest("Invalid request: empty file")
-        up = Upload(file.filename, data, target, field(form, "source"))
+        up = Upload(file.filename, data, target, libre_code(field(form, "source")))
         up = await with_glossary(request, documents, up, field(form, "glossary_id"))
         submitted = await submit(request, documents, up)
         job_id = submitted.job.id

@@ -238,6 +238,25 @@ async def test_libre_translate_form_and_json(client: httpx.AsyncClient) -> None:
     assert r.json() == {"translatedText": ["HELLO", "BYE"]}
 
 
+@pytest.mark.parametrize(("libre", "bcp47"), [("zt", "zh-Hant"), ("PB", "pt-BR")])
+async def test_libre_reads_its_own_codes_zt_and_pb(
+    client: httpx.AsyncClient, engine: FakeEngine, libre: str, bcp47: str
+) -> None:
+    """LibreTranslate's ``zt`` and ``pb`` (Argos Translate's traditional Chinese and Brazilian
+    Portuguese) were "not supported" here; they are read as ``zh-Hant`` and ``pt-BR``, as a
+    target and as a source, and ask the engine exactly what those codes do."""
+    prompts: list[str] = []
+    engine.reply = lambda prompt: prompts.append(prompt) or "ok"
+    for n, target in enumerate((libre, bcp47, bcp47.split("-")[0])):
+        body = {"q": f"Hi {n}", "source": "en", "target": target}  # no cache hit
+        r = await client.post(f"{LT}/translate", json=body)
+        assert r.json() == {"translatedText": "ok"}, r.text
+    asked = [prompt.replace(f"Hi {n}", "Hi") for n, prompt in enumerate(prompts)]
+    assert asked[0] == asked[1] != asked[2]
+    r = await client.post(f"{LT}/translate", json={"q": "Olá", "source": libre, "target": "en"})
+    assert r.status_code == 200, r.text
+
+
 async def test_libre_auto_source_reports_detected_language(client: httpx.AsyncClient) -> None:
     body = {"q": "Das ist ein schöner Tag.", "source": "auto", "target": "en", "api_key": "k"}
     out = (await client.post(f"{LT}/translate", json=body)).json()

@@ -124,6 +124,23 @@ async def test_the_other_document_routes_charge_the_quota_too(
     assert "quota" in again.text.lower()
 
 
+async def test_libre_translate_file_reads_libres_own_codes(
+    store: Store, keyed: httpx.AsyncClient
+) -> None:
+    """``/translate_file`` with LibreTranslate's ``pb`` stores a job for ``pt-BR``."""
+    key = await store.create_key("docs", digest(KEY))
+    files = {"file": ("a.txt", DOCUMENT, "text/plain")}
+    form = {"source": "en", "target": "pb"}
+    r = await keyed.post(
+        "/libretranslate/translate_file",
+        data=form,
+        files=files,
+        headers={"Authorization": f"Bearer {KEY}"},
+    )
+    assert r.is_success, r.text
+    assert [job.target_lang for job in await store.list_documents(key.id)] == ["pt-BR"]
+
+
 async def test_target_variants_have_deepl_names(http: httpx.AsyncClient) -> None:
     """``get_target_languages`` names the variants as DeepL does; EN-GB and EN-US were both
     "English" (and ZH-HANS "Chinese"), alike in a client's language list."""
