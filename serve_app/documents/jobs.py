@@ -30,7 +30,6 @@ from serve_app.core.aio import ThreadGate
 from serve_app.core.documents_config import DocumentsConfig
 from serve_app.core.errors import (
     DeadlineExceeded,
-    DocumentFailed,
     DocumentNotFound,
     GlossaryTooLarge,
     ServiceError,
@@ -182,11 +181,9 @@ class DocumentJobs:
     async def result(
         self, owner: str | None, job_id: str, key: str | None = None
     ) -> tuple[DocumentJob, bytes]:
-        """The translated file; DocumentNotReady (409) until it is done, DocumentFailed
-        (409) once it has failed."""
+        """The translated file; the store's DocumentNotReady (409) until it is done,
+        DocumentFailed (409) once it has failed."""
         job = await self.status(owner, job_id, key)
-        if job.state == "error":
-            raise DocumentFailed(f"The document's translation failed: {job.error}")
         return job, await self.store.document_result(owner, job_id)
 
     async def delete(self, owner: str, job_id: str) -> None:
