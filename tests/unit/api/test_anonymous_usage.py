@@ -4,8 +4,6 @@ after the flush (refunds included), kept when the store fails, flushed before a 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,7 +15,6 @@ from serve_app.api.errors import install_error_handlers
 from serve_app.api.keys import ANONYMOUS, caller_usage, charged
 from serve_app.core.errors import EngineUnavailable
 from serve_app.store import Store
-from serve_app.store.sqlite import open_sqlite
 
 pytestmark = pytest.mark.unit
 
@@ -40,13 +37,6 @@ class CountingStore:
 
     async def usage(self, key_id: str) -> Any:
         return await self.store.usage(key_id)
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    opened = await open_sqlite(str(tmp_path / "s.db"))
-    yield opened
-    await opened.close()
 
 
 def make_app(store: Store, counting: CountingStore, interval_s: float) -> FastAPI:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import deepl
 import httpx
@@ -24,7 +23,6 @@ from serve_app.core.documents_config import DocumentsConfig
 from serve_app.documents.replica import ReplicaDocuments
 from serve_app.store import Store
 from serve_app.store.apikeys import digest
-from serve_app.store.sqlite import open_sqlite
 from serve_app.translation.service import TranslationService
 from tests.deepl_asgi import deepl_client
 from tests.fakes import FakeEngine
@@ -54,13 +52,6 @@ async def test_the_client_still_translates_through_the_bridge(http: httpx.AsyncC
 async def test_an_openai_route_not_offered_is_named(http: httpx.AsyncClient) -> None:
     with pytest.raises(openai.NotFoundError, match="does not offer POST /v1/completions"):
         await openai_for(http).completions.create(model=MODEL, prompt="Hello")
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    opened = await open_sqlite(str(tmp_path / "store.db"))
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

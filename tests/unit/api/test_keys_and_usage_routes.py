@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,18 +15,10 @@ from serve_app.api.app import create_app
 from serve_app.core.config import AppConfig
 from serve_app.store import Store
 from serve_app.store.apikeys import digest, env_key_id
-from serve_app.store.sqlite import open_sqlite
 from serve_app.translation.service import TranslationService
 from tests.fakes import FakeEngine
 
 ITEM = {"text": "Hello world", "source_lang": "en", "target_lang": "de"}
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    opened = await open_sqlite(str(tmp_path / "s.db"))
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

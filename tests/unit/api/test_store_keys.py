@@ -5,8 +5,6 @@ refunded when the work fails; environment keys keep working."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,7 +17,6 @@ from serve_app.core.context import current_key
 from serve_app.core.errors import EngineUnavailable
 from serve_app.store import Store
 from serve_app.store.apikeys import digest, env_key_id
-from serve_app.store.sqlite import open_sqlite
 
 pytestmark = pytest.mark.unit
 
@@ -48,13 +45,6 @@ def make_app(store: Store, env_keys: list[str], store_keys: bool = True) -> Fast
         return {"key": key_of(request), "body": (await request.body()).decode()}
 
     return app
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    opened = await open_sqlite(str(tmp_path / "s.db"))
-    yield opened
-    await opened.close()
 
 
 def client(app: FastAPI) -> httpx.AsyncClient:
